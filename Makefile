@@ -1,0 +1,50 @@
+# Lucy, Chapter 7: durable work.
+# `make demo` and `make test` set themselves up: they create .venv and install the
+# project from this folder's own files before they run.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-fast lab release check verify-grader bench clean help
+
+help:
+	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases"
+	@echo "make test           run the whole test suite"
+	@echo "make test-fast      the suite without the real-nbgrader tests"
+	@echo "make lab            JupyterLab on release/ with this project's kernel"
+	@echo "make release        regenerate release/ from source/ with nbgrader"
+	@echo "make check          run every acceptance row against the reference in source/"
+	@echo "make bench          time the checker's rows and crash points"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Lucy ch07)" >/dev/null
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/lucy demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not nbgrader and not slow"
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release
+
+release: $(STAMP)
+	$(BIN)/lucy release
+
+check: $(STAMP)
+	$(BIN)/lucy check source
+
+bench: $(STAMP)
+	$(BIN)/lucy bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

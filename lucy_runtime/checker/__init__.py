@@ -1,0 +1,94 @@
+"""The integrated checker: acceptance rows run against the learner's own functions.
+
+* ``check(topic)`` — for learners: a table of rows with a hint for each failing one.
+* ``grade(row_id)`` — for nbgrader's hidden test cells: raises when the row fails.
+
+Both take the learner's functions from the notebook that calls them. Learner code
+runs only in forked children; verdicts come from a fresh observer process.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from typing import Iterable
+
+from .harness import Harness, KernelLearner, LearnerCode, SourceLearner
+from .results import CheckReport, RowResult
+from .rows import ROWS, TOPICS, Fail, Row
+
+
+def select_rows(topic: str) -> list[Row]:
+    """Rows by id, by topic, by unit ('A', 'B') or 'all'."""
+    if topic in ROWS:
+        return [ROWS[topic]]
+    if topic == "all":
+        return list(ROWS.values())
+    unit = topic.upper().removeprefix("UNIT-").removeprefix("UNIT ")
+    chosen = [r for r in ROWS.values() if r.topic == topic or r.unit == unit]
+    if not chosen:
+        known = ", ".join(sorted(TOPICS) + ["A", "B", "all"])
+        raise KeyError(f"no rows for {topic!r}; try one of: {known}, or a row id from `lucy rows`")
+    return chosen
+
+
+def run_row(row: Row, harness: Harness) -> RowResult:
+    started = time.monotonic()
+    try:
+        observation, passed, hint = row.run(harness), True, ""
+    except Fail as failure:
+        observation, passed, hint = failure.observation, False, failure.hint or row.hint
+    except Exception as exc:  # a fault of the checker's own, never a pass
+        observation, passed = f"the checker could not finish this row ({type(exc).__name__}: {exc})", False
+        hint = "Tell your educator: this is a problem in the checker, not necessarily in your code."
+    return RowResult(row.id, passed, observation, hint, round(time.monotonic() - started, 3), row.covers)
+
+
+def run_rows(learner: LearnerCode, rows: Iterable[Row], *, seed: int | None = None, timeout: float = 5.0,
+             title: str = "Self-check") -> CheckReport:
+    with Harness(learner, seed=seed, timeout=timeout) as harness:
+        return CheckReport(tuple(run_row(row, harness) for row in rows), title)
+
+
+def _caller_namespace(depth: int = 2) -> dict:
+    return sys._getframe(depth).f_globals
+
+
+def check(topic: str = "all", namespace: dict | None = None) -> CheckReport:
+    """Run the rows for ``topic`` against the functions defined in this notebook."""
+    rows = select_rows(topic)
+    learner = KernelLearner(namespace if namespace is not None else _caller_namespace())
+    return run_rows(learner, rows, title=f"Self-check '{topic}'")
+
+
+class GradeFailure(AssertionError):
+    """Raised in a hidden test cell when a row does not hold. Shown without a traceback wall."""
+
+    def __init__(self, result: RowResult):
+        self.result = result
+        super().__init__(f"{result.row_id}: {result.observation}")
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of a traceback
+        return [f"Row {self.result.row_id} does not hold.", f"  Observed: {self.result.observation}",
+                f"  Hint: {self.result.hint}"]
+
+
+def grade(row_id: str, namespace: dict | None = None) -> None:
+    """Run one row with values made up now; raise GradeFailure if it does not hold.
+
+    Returns None on purpose: nbgrader would read a cell's final value as partial credit.
+    """
+    if row_id not in ROWS:
+        raise KeyError(f"unknown row {row_id!r}")
+    learner = KernelLearner(namespace if namespace is not None else _caller_namespace())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # anything on stderr costs the cell its points
+        result = run_rows(learner, [ROWS[row_id]], title=row_id).results[0]
+    if not result.passed:
+        raise GradeFailure(result)
+    print(f"✔ {row_id}: {result.observation}")
+
+
+__all__ = ["CheckReport", "GradeFailure", "ROWS", "RowResult", "SourceLearner", "check", "grade", "run_rows",
+           "select_rows"]

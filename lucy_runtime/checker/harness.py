@@ -1,0 +1,248 @@
+"""Scenarios: a fresh database, service log and model-call log per experiment.
+
+The parent process (the kernel, or ``lucy check``) only forks children and asks
+the observer what is on disk. Learner code runs in the children, through ``Ctx``.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import random
+import shutil
+import string
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
+
+from ..loop import AgentLoop, LoopResult
+from ..model import InvocationLog, ScriptedModel
+from ..store import Store
+from ..transport import Behaviour, FakeService, FakeTransport
+from ..work import Admission, Assignment, Disposition, Queue, Report
+from .child import CRASH_EXIT, ChildResult, run_in_child, run_together
+from .observe import Snapshot, observe_many
+
+
+class LearnerCode(Protocol):
+    def namespace(self) -> dict: ...
+
+
+class KernelLearner:
+    """The learner's functions as they stand in a running kernel (inherited by fork)."""
+
+    def __init__(self, namespace: dict):
+        self._namespace = namespace
+
+    def namespace(self) -> dict:
+        return self._namespace
+
+
+class SourceLearner:
+    """Learner cells extracted from a notebook, executed afresh in each child."""
+
+    def __init__(self, cells: list[tuple[str, str]]):
+        self.cells = list(cells)
+
+    def namespace(self) -> dict:
+        ns: dict[str, Any] = {"__name__": "learner"}
+        for name, source in self.cells:
+            filename = f"<cell {name}>"
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            exec(compile(source, filename, "exec"), ns)
+        return ns
+
+
+class MissingFunction(NameError):
+    pass
+
+
+class ContractBroken(TypeError):
+    """Learner code returned something that is not the value the contract names."""
+
+
+class ProbeLoop:
+    """The checker's loop: a real agent loop whose answer carries a marker only the checker knows.
+
+    It also claims the reply is addressed to ``addressed_to``, a session that never
+    asked: the report must still go to the admitted session.
+    """
+
+    def __init__(self, calls_path: Path, marker: str, addressed_to: str, *, crash: bool = False):
+        self._loop = AgentLoop(ScriptedModel(InvocationLog(calls_path)))
+        self._marker = marker
+        self._addressed_to = addressed_to
+        self._crash = crash
+
+    def run(self, session_id: str, text: str) -> LoopResult:
+        answer = self._loop.run(session_id, text)
+        if self._crash:
+            os._exit(CRASH_EXIT)
+        return LoopResult(f"{answer.text} [{self._marker}]", self._addressed_to, answer.model_calls)
+
+
+class Ctx:
+    """What a scenario's child works with."""
+
+    def __init__(self, scenario: "Scenario", ns: dict):
+        self.scenario = scenario
+        self.ns = ns
+        self.store = Store(scenario.db)
+
+    def fn(self, name: str) -> Callable[..., Any]:
+        value = self.ns.get(name)
+        if not callable(value):
+            raise MissingFunction(f"no function named {name!r} is defined: run the cell that defines it")
+        return value
+
+    def queue(self, capacity: int = 10, per_session_limit: int = 10) -> Queue:
+        return Queue(self.store, capacity, per_session_limit)
+
+    def loop(self, marker: str, addressed_to: str = "intruder", *, crash: bool = False) -> ProbeLoop:
+        return ProbeLoop(self.scenario.calls, marker, addressed_to, crash=crash)
+
+    def service(self, script=None, *, idempotent: bool = False) -> FakeService:
+        return FakeService(self.scenario.log, script=script, idempotent=idempotent)
+
+    def transport(self, script=None, *, idempotent: bool = False, crash_after_accept: bool = False) -> FakeTransport:
+        on_accepted = (lambda _receipt: os._exit(CRASH_EXIT)) if crash_after_accept else None
+        return FakeTransport(self.service(script, idempotent=idempotent), on_accepted=on_accepted)
+
+    @contextmanager
+    def armed(self, hook) -> Iterator[None]:
+        self.store.set_hook(hook)
+        try:
+            yield
+        finally:
+            self.store.set_hook(None)
+
+    def stop(self) -> None:
+        """The process dies here, with nothing flushed or closed."""
+        os._exit(CRASH_EXIT)
+
+    # Calls that check the learner kept the contract, so rows read plain values.
+
+    def admit(self, queue: Queue, source_id: str, session_id: str, text: str) -> dict:
+        value = self.fn("admit")(queue, source_id, session_id, text)
+        if not isinstance(value, Admission):
+            raise ContractBroken(f"admit returned {value!r}; it should return an Admission(outcome, work_id, reason)")
+        return {"outcome": value.outcome.value, "work_id": value.work_id, "reason": value.reason}
+
+    def claim(self, queue: Queue, worker_id: str) -> dict | None:
+        value = self.fn("claim")(queue, worker_id)
+        if value is None:
+            return None
+        if not isinstance(value, Assignment):
+            raise ContractBroken(f"claim returned {value!r}; it should return an Assignment or None")
+        return dict(value.__dict__)
+
+    def finish(self, queue: Queue, work_id, result: LoopResult) -> dict:
+        value = self.fn("finish")(queue, work_id, result)
+        if not isinstance(value, Report):
+            raise ContractBroken(f"finish returned {value!r}; it should return the Report it stored")
+        return dict(value.__dict__)
+
+    def work_once(self, queue: Queue, loop, worker_id: str) -> dict | None:
+        value = self.fn("work_once")(queue, loop, worker_id)
+        if value is not None and not isinstance(value, Report):
+            raise ContractBroken(f"work_once returned {value!r}; it should return the Report, or None when idle")
+        return None if value is None else dict(value.__dict__)
+
+    def deliver_one(self, transport) -> str:
+        value = self.fn("deliver_one")(self.store, transport)
+        if not isinstance(value, Disposition):
+            raise ContractBroken(f"deliver_one returned {value!r}; it should return a Disposition")
+        return value.value
+
+
+class Scenario:
+    def __init__(self, harness: "Harness", name: str):
+        self.harness = harness
+        self.dir = harness.workdir / name
+        self.dir.mkdir(parents=True)
+        self.db = self.dir / "lucy.sqlite3"
+        self.log = self.dir / "service.sqlite3"
+        self.calls = self.dir / "model-calls.log"
+        (self.dir / "flags").mkdir()
+        self._fresh = True
+
+    @property
+    def flags(self) -> Path:
+        return self.dir / "flags"
+
+    def _child(self, script: Callable[[Ctx], Any]) -> Callable[[], Any]:
+        make_schema, self._fresh = self._fresh, False
+        learner = self.harness.learner
+
+        def child() -> Any:
+            ctx = Ctx(self, learner.namespace())
+            if make_schema:
+                ctx.fn("create_schema")(ctx.store)
+            return script(ctx)
+
+        return child
+
+    def run(self, script: Callable[[Ctx], Any], *, timeout: float | None = None) -> ChildResult:
+        return run_in_child(self._child(script), timeout=timeout or self.harness.timeout)
+
+    def race(self, scripts: list[Callable[[Ctx], Any]], *, timeout: float | None = None) -> list[ChildResult]:
+        first = self.run(lambda c: None)  # the schema exists before the racers start
+        if not first.ok:
+            return [first] * len(scripts)
+        return run_together([self._child(s) for s in scripts], timeout=timeout or 2 * self.harness.timeout)
+
+    def target(self) -> dict:
+        return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}
+
+    def observe(self) -> Snapshot:
+        return observe_many([self.target()])[0]
+
+
+class Harness:
+    """One grading run: a scratch folder, the learner's code and values made up now."""
+
+    def __init__(self, learner: LearnerCode, *, seed: int | None = None, timeout: float = 5.0, workdir: Path | None = None):
+        self.learner = learner
+        self.timeout = timeout
+        self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
+        # Load the price table once here, so forked children inherit it instead of importing pandas each.
+        from ..prices import PriceBook
+
+        PriceBook().tickers
+        self._own_dir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="lucy-check-"))
+        self._names = 0
+
+    def scenario(self, name: str) -> Scenario:
+        self._names += 1
+        return Scenario(self, f"{self._names:03d}-{name}")
+
+    def token(self, length: int = 6) -> str:
+        return "".join(self.rng.choice(string.ascii_lowercase + string.digits) for _ in range(length))
+
+    def source_id(self) -> str:
+        return f"src-{self.token()}"
+
+    def session_id(self) -> str:
+        return f"chat-{self.rng.randint(10_000, 99_999_999)}"
+
+    def text(self) -> str:
+        """A request that names a real ticker, with characters that break naive SQL and encodings."""
+        ticker = self.rng.choice(["ACME", "GLOBEX", "HOOLI", "INITECH", "UMBRELLA"])
+        extra = self.rng.choice(["it's 'quoted'", "x'); DROP TABLE work; --", "naïve café ☕", "🚀📈 now", "50% off_"])
+        return f"brief {ticker} {self.rng.randint(2, 20)} days please {extra} #{self.token(4)}"
+
+    def close(self) -> None:
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "Harness":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["Behaviour", "Ctx", "Harness", "KernelLearner", "Scenario", "SourceLearner"]

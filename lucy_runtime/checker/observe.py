@@ -1,0 +1,133 @@
+"""The independent observer: reads what a fresh process finds on disk.
+
+Run as ``python -m lucy_runtime.checker.observe`` with a JSON list of
+``{"db": …, "log": …, "calls": …}`` on standard input; it prints one snapshot per
+entry. It never imports learner code and trusts nothing a learner's objects say:
+the work and report tables are found by their columns in the database file, the
+accepted sends are read from the fake service's own log, and the model calls are
+counted in the invocation log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from dataclasses import dataclass, field
+
+from ..work import REPORT_COLUMNS, WORK_COLUMNS
+
+_OPTIONAL_WORK = ("generation", "worker_id")
+_OPTIONAL_REPORT = ("receipt",)
+
+
+def _plain(value):
+    return value if isinstance(value, (int, float, str)) or value is None else repr(value)
+
+
+def _find_table(conn: sqlite3.Connection, required: tuple[str, ...], what: str, problems: list[str]):
+    names = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+        "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'lucy_%' ORDER BY name")]
+    matches = []
+    for name in names:
+        columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+        if all(c in columns for c in required):
+            matches.append((name, columns))
+    if not matches:
+        problems.append(f"no {what} table: none has all of the columns {', '.join(required)}")
+        return None, []
+    if len(matches) > 1:
+        problems.append(f"more than one table looks like the {what} table: {', '.join(m[0] for m in matches)}")
+    return matches[0]
+
+
+def _rows(conn, table, columns, wanted):
+    chosen = [c for c in wanted if c in columns]
+    cursor = conn.execute(f'SELECT {", ".join(chosen)} FROM "{table}" ORDER BY rowid')
+    return [{c: _plain(v) for c, v in zip(chosen, row)} for row in cursor]
+
+
+def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
+    result = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
+              "problems": [], "tables": {}}
+    problems = result["problems"]
+    if not os.path.exists(db):
+        problems.append("the database file does not exist: nothing was ever committed to it")
+    else:
+        with closing(sqlite3.connect(db, timeout=10)) as conn:
+            table, columns = _find_table(conn, WORK_COLUMNS, "work", problems)
+            if table:
+                result["tables"]["work"] = table
+                result["work"] = _rows(conn, table, columns, WORK_COLUMNS + _OPTIONAL_WORK)
+            table, columns = _find_table(conn, REPORT_COLUMNS, "report", problems)
+            if table:
+                result["tables"]["report"] = table
+                result["reports"] = _rows(conn, table, columns, REPORT_COLUMNS + _OPTIONAL_REPORT)
+    if log and os.path.exists(log):
+        with closing(sqlite3.connect(log, timeout=10)) as conn:
+            result["accepted"] = [
+                dict(zip(("remote_id", "report_id", "session_id", "body", "idempotency_key"), row))
+                for row in conn.execute(
+                    "SELECT remote_id, report_id, session_id, body, idempotency_key FROM accepted ORDER BY rowid")
+            ]
+            result["requests"] = [
+                dict(zip(("seq", "report_id", "idempotency_key", "behaviour"), row))
+                for row in conn.execute("SELECT seq, report_id, idempotency_key, behaviour FROM request ORDER BY seq")
+            ]
+    if calls and os.path.exists(calls):
+        with open(calls, "rb") as fh:
+            result["model_calls"] = sum(1 for _ in fh)
+    return result
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the observer saw. ``work`` and ``reports`` are lists of column → value dicts."""
+
+    work: list[dict]
+    reports: list[dict]
+    accepted: list[dict]
+    requests: list[dict]
+    model_calls: int
+    problems: list[str] = field(default_factory=list)
+    tables: dict = field(default_factory=dict)
+
+    def work_for(self, source_id: str) -> list[dict]:
+        return [w for w in self.work if w["source_id"] == source_id]
+
+    def reports_for(self, work_id) -> list[dict]:
+        return [r for r in self.reports if _same_id(r["work_id"], work_id)]
+
+    def work_by_id(self, work_id) -> dict | None:
+        return next((w for w in self.work if _same_id(w["work_id"], work_id)), None)
+
+
+def _same_id(a, b) -> bool:
+    return a == b or str(a) == str(b)
+
+
+def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot]:
+    """Start one fresh Python process that reads every target and reports what it found."""
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-B", "-m", "lucy_runtime.checker.observe"],
+        input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the observer process failed: {done.stderr.strip()[-2000:]}")
+    return [Snapshot(**item) for item in json.loads(done.stdout)]
+
+
+def main() -> None:
+    targets = json.load(sys.stdin)
+    json.dump([snapshot(t["db"], t.get("log"), t.get("calls")) for t in targets], sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

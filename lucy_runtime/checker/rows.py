@@ -1,0 +1,608 @@
+"""The acceptance rows: each a small experiment judged from what is on disk.
+
+A row function gets a ``Harness`` and returns a one-line observation when the row
+holds, or raises ``Fail`` with what was seen instead. Row ids are stable: the
+notebooks' hidden cells, the educator cases and the checkpoint name rows by id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..loop import LoopResult
+from .child import ChildResult
+from .faults import CountPoints, CrashAt, PauseForRival, wait_for_turn
+from .harness import Ctx, Harness, Scenario
+from .observe import Snapshot, observe_many
+
+
+class Fail(Exception):
+    """The row does not hold: ``observation`` says what was seen."""
+
+    def __init__(self, observation: str, hint: str | None = None):
+        super().__init__(observation)
+        self.observation = observation
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    unit: str
+    topic: str
+    covers: str
+    hint: str
+    run: Callable[[Harness], str]
+
+
+ROWS: dict[str, Row] = {}
+
+TOPICS = {
+    "schema": "10–25: the work schema and one persisted request",
+    "admission": "25–40: accepted, duplicate, conflict",
+    "claim": "40–55: bounded admission and a single-worker claim",
+    "finish": "55–75: the loop, the result and the report",
+    "durable": "75–85: what a reopened store shows",
+    "crash": "85–90: a worker that dies while running",
+}
+
+
+def row(id: str, *, unit: str, topic: str, covers: str, hint: str):
+    def register(fn: Callable[[Harness], str]) -> Callable[[Harness], str]:
+        if id in ROWS:
+            raise ValueError(f"row id {id!r} registered twice")
+        ROWS[id] = Row(id, unit, topic, covers, hint, fn)
+        return fn
+
+    return register
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+def ok(result: ChildResult, what: str, *, expect: str = "returned") -> Any:
+    """The child's answer, or a Fail that says in plain words how it ended instead."""
+    if result.status == expect:
+        return result.value
+    if result.status == "raised":
+        error = result.error
+        if error.not_written:
+            raise Fail(f"{what}: your code is not written yet ({error.describe()})",
+                       "Fill in the cell where it says `raise NotImplementedError`, run it, then check again.")
+        if error.type_name == "MissingFunction":
+            raise Fail(f"{what}: {error.message}", "Run every cell above this one (Run ▸ Run All Above), then check again.")
+        raise Fail(f"{what}: your code raised {error.describe()}")
+    if result.status == "timeout":
+        raise Fail(f"{what}: it did not finish in time and was stopped",
+                   "Look for a loop that never ends, or code that waits for something that never comes.")
+    if result.status == "crashed":
+        raise Fail(f"{what}: the process stopped at a crash point, but none was expected here")
+    if result.status == "returned" and expect == "crashed":
+        raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
+                   "The checker stops the process at a SQL statement sent through queue.store. "
+                   "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
+    raise Fail(f"{what}: the process died unexpectedly (exit status {result.value})")
+
+
+def expect(condition: bool, observation: str, hint: str | None = None) -> None:
+    if not condition:
+        raise Fail(observation, hint)
+
+
+def seen(snapshot: Snapshot) -> Snapshot:
+    """Stop early when the observer could not find the learner's tables at all."""
+    if snapshot.problems:
+        raise Fail("the observer, reading the database file from a fresh process, found "
+                   + "; ".join(snapshot.problems),
+                   "Keep the columns the observer reads (see the schema cell) and write through queue.store: "
+                   "a connection or file of your own is invisible to everyone else.")
+    return snapshot
+
+
+def same_id(a: Any, b: Any) -> bool:
+    return a == b or str(a) == str(b)
+
+
+def admit_and_claim(c: Ctx, source: str, session: str, text: str, worker: str) -> dict:
+    q = c.queue()
+    admission = c.admit(q, source, session, text)
+    if admission["outcome"] != "accepted":
+        raise AssertionError(f"a fresh request was not accepted: {admission}")
+    assignment = c.claim(q, worker)
+    if assignment is None:
+        raise AssertionError("claim returned None although one request was pending")
+    return assignment
+
+
+# --- schema and admission ------------------------------------------------------
+
+
+@row("schema-columns", unit="A", topic="schema",
+     covers="Step 2: the work schema persists identity, session, payload and state where a fresh process finds them",
+     hint="create_schema must commit tables with the columns the observer reads: work(work_id, source_id, session_id, "
+          "text, state) and report(report_id, work_id, generation, session_id, body, delivery).")
+def schema_columns(h: Harness) -> str:
+    s = h.scenario("schema")
+    ok(s.run(lambda c: c.stop()), "create_schema, then the process dies", expect="crashed")
+    snap = seen(s.observe())
+    return (f"a fresh process found the tables {snap.tables['work']!r} and {snap.tables['report']!r} "
+            "with every column it reads")
+
+
+@row("restart-keeps-work", unit="A", topic="admission",
+     covers="Step 1–2: a request admitted into a list is lost when the process restarts",
+     hint="Store the request in a table through queue.store inside a transaction, and let the block end so it commits.")
+def restart_keeps_work(h: Harness) -> str:
+    s = h.scenario("restart")
+    source, session, text = h.source_id(), h.session_id(), h.text()
+    ok(s.run(lambda c: [c.admit(c.queue(), source, session, text), c.stop()]),
+       "admit, then the process dies", expect="crashed")
+    snap = seen(s.observe())
+    rows = snap.work_for(source)
+    expect(len(rows) == 1, f"after the restart the store holds {len(rows)} work rows for {source}, not 1")
+    got = rows[0]
+    expect(got["session_id"] == session and got["text"] == text,
+           f"the stored request changed: session {got['session_id']!r}, text {got['text']!r}; "
+           f"admitted session {session!r}, text {text!r}", "Store source, session and text exactly as given.")
+    expect(got["state"] == "pending", f"a new request is stored as {got['state']!r}, not 'pending'")
+    return "the admitted request was found, verbatim and pending, by a fresh process after the first one died"
+
+
+@row("duplicate-identical", unit="A", topic="admission",
+     covers="Admit source s1 twice with identical session and text → one work record and a duplicate disposition",
+     hint="Look the source_id up before inserting (or let a UNIQUE constraint say it exists) and answer DUPLICATE with the first work_id.")
+def duplicate_identical(h: Harness) -> str:
+    s = h.scenario("duplicate")
+    source, session, text = h.source_id(), h.session_id(), h.text()
+
+    def script(c: Ctx):
+        q = c.queue()
+        return [c.admit(q, source, session, text), c.admit(q, source, session, text)]
+
+    first, second = ok(s.run(script), "admitting the same request twice")
+    expect(first["outcome"] == "accepted", f"the first admission was {first['outcome']!r}, not accepted")
+    expect(second["outcome"] == "duplicate", f"the repeated admission was {second['outcome']!r}, not duplicate")
+    expect(same_id(first["work_id"], second["work_id"]),
+           f"the duplicate named work {second['work_id']!r}, but the request is work {first['work_id']!r}")
+    rows = seen(s.observe()).work_for(source)
+    expect(len(rows) == 1, f"the store holds {len(rows)} work rows for one occurrence, not 1")
+    return "one work row; the repeat answered DUPLICATE with the first work_id"
+
+
+@row("duplicate-conflict", unit="A", topic="admission",
+     covers="Reuse s1 with different text → conflict; original text and state unchanged",
+     hint="When the source_id exists, compare session and text: equal is DUPLICATE, different is CONFLICT. Never update the stored row.")
+def duplicate_conflict(h: Harness) -> str:
+    s = h.scenario("conflict")
+    source, session, other_session = h.source_id(), h.session_id(), h.session_id()
+    text, other_text = h.text(), h.text()
+
+    def script(c: Ctx):
+        q = c.queue()
+        first = c.admit(q, source, session, text)
+        return [first, c.admit(q, source, session, other_text), c.admit(q, source, other_session, text)]
+
+    first, *answers = ok(s.run(script), "admitting a known source id with new content")
+    outcomes = [a["outcome"] for a in answers]
+    expect(outcomes == ["conflict", "conflict"], f"reusing a source id with other text, then another session, gave "
+           f"{outcomes}, not conflict both times")
+    expect(all(same_id(a["work_id"], first["work_id"]) for a in answers),
+           "a conflict should name the work that already holds the source id")
+    rows = seen(s.observe()).work_for(source)
+    expect(len(rows) == 1, f"{len(rows)} rows for {source} after the conflicts, not 1")
+    expect(rows[0]["text"] == text and rows[0]["session_id"] == session,
+           f"a conflicting admission changed the stored request to {rows[0]['text']!r} / {rows[0]['session_id']!r}")
+    expect(rows[0]["state"] == "pending", f"a conflicting admission moved the request to {rows[0]['state']!r}")
+    return "different text or session under a known source id is CONFLICT; the stored request is unchanged"
+
+
+@row("distinct-occurrences", unit="A", topic="admission",
+     covers="Admit s2 with the same text as s1 → two work records because occurrence identities differ",
+     hint="Identify an occurrence by source_id only: two messages with the same words are still two requests.")
+def distinct_occurrences(h: Harness) -> str:
+    s = h.scenario("distinct")
+    first, second, session, text = h.source_id(), h.source_id(), h.session_id(), h.text()
+
+    def script(c: Ctx):
+        q = c.queue()
+        return [c.admit(q, first, session, text), c.admit(q, second, session, text)]
+
+    a, b = ok(s.run(script), "admitting two sources with the same text")
+    expect(a["outcome"] == b["outcome"] == "accepted", f"two occurrences gave {a['outcome']!r} and {b['outcome']!r}")
+    expect(not same_id(a["work_id"], b["work_id"]), f"both occurrences were given work id {a['work_id']!r}")
+    snap = seen(s.observe())
+    expect(len(snap.work_for(first)) == 1 and len(snap.work_for(second)) == 1,
+           f"expected one row for each source, found {len(snap.work_for(first))} and {len(snap.work_for(second))}")
+    return "same text, two source ids: two work rows"
+
+
+@row("admit-concurrent", unit="A", topic="admission",
+     covers="Step 2: two intake processes admit one occurrence at the same moment → still one work item",
+     hint="Look up and insert in one transaction (or rely on a UNIQUE constraint on source_id with ON CONFLICT), "
+          "so no other process can slip in between the look and the write.")
+def admit_concurrent(h: Harness) -> str:
+    s = h.scenario("admit-race")
+    source, session, text = h.source_id(), h.session_id(), h.text()
+
+    def first(c: Ctx):
+        try:
+            with c.armed(PauseForRival(s.flags)):
+                return c.admit(c.queue(), source, session, text)
+        finally:
+            (s.flags / "first-done").touch()
+
+    def rival(c: Ctx):
+        try:
+            wait_for_turn(s.flags)
+            return c.admit(c.queue(), source, session, text)
+        finally:
+            (s.flags / "rival-done").touch()
+
+    a, b = (ok(r, f"{name} admitting process") for r, name in zip(s.race([first, rival]), ("the first", "the second")))
+    outcomes = sorted([a["outcome"], b["outcome"]])
+    rows = seen(s.observe()).work_for(source)
+    expect(len(rows) == 1, f"two processes admitting one occurrence together left {len(rows)} work rows")
+    expect(outcomes == ["accepted", "duplicate"], f"the two admissions answered {outcomes}, not accepted and duplicate")
+    return "two racing admissions of one occurrence: one row, ACCEPTED and DUPLICATE"
+
+
+# --- bounded admission and the claim -------------------------------------------
+
+
+@row("capacity-bounded", unit="A", topic="claim",
+     covers="Step 4: bounded admission: capacity and the per-session limit refuse work, and running work still counts",
+     hint="Count unfinished work (pending and running) before inserting: overall against queue.capacity, "
+          "and for this session against queue.per_session_limit.")
+def capacity_bounded(h: Harness) -> str:
+    s = h.scenario("capacity")
+    capacity = h.rng.randint(2, 4)
+    sources = [h.source_id() for _ in range(capacity + 1)]
+    sessions = [h.session_id() for _ in range(capacity + 1)]
+    one_session, limited = h.session_id(), [h.source_id() for _ in range(3)]
+    text = h.text()
+
+    def script(c: Ctx):
+        q = c.queue(capacity=capacity, per_session_limit=capacity)
+        filled = [c.admit(q, sources[i], sessions[i], text) for i in range(capacity)]
+        c.claim(q, "w1")  # running work is unfinished: it still holds its place
+        over = c.admit(q, sources[-1], sessions[-1], text)
+        narrow = c.queue(capacity=10, per_session_limit=2)
+        per_session = [c.admit(narrow, src, one_session, text) for src in limited]
+        return filled, over, per_session
+
+    filled, over, per_session = ok(s.run(script), "filling the queue to capacity")
+    outcomes = [a["outcome"] for a in filled] + [over["outcome"]]
+    expect(outcomes == ["accepted"] * capacity + ["refused"],
+           f"with capacity {capacity} (one request running), {capacity + 1} admissions gave {outcomes}")
+    outcomes = [a["outcome"] for a in per_session]
+    expect(outcomes == ["accepted", "accepted", "refused"],
+           f"with a per-session limit of 2, three requests from one session gave {outcomes}")
+    snap = seen(s.observe())
+    expect(not snap.work_for(sources[-1]) and not snap.work_for(limited[-1]), "a refused request was stored as work")
+    return f"capacity {capacity} and a per-session limit of 2 held; refused requests were not stored"
+
+
+@row("refused-leaves-no-trace", unit="A", topic="finish",
+     covers="Step 4: refused work must not call the model or occupy ordinary capacity; done work frees its place",
+     hint="Decide refusal before inserting anything, store nothing for a refused request, and count only "
+          "pending and running work against the limits.")
+def refused_leaves_no_trace(h: Harness) -> str:
+    s = h.scenario("refused")
+    kept, refused = h.source_id(), [h.source_id(), h.source_id()]
+    session, text, marker = h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        q = c.queue(capacity=1, per_session_limit=1)
+        answers = [c.admit(q, kept, session, text)] + [c.admit(q, src, session, text) for src in refused]
+        reports = [c.work_once(q, c.loop(marker), "w1") for _ in range(3)]
+        again = c.admit(q, refused[0], session, text)
+        return answers, reports, again
+
+    answers, reports, again = ok(s.run(script), "admitting past capacity, then working")
+    outcomes = [a["outcome"] for a in answers]
+    expect(outcomes == ["accepted", "refused", "refused"], f"capacity 1 gave {outcomes}")
+    snap = seen(s.observe())
+    done = [r for r in reports if r is not None]
+    expect(len(done) == 1, f"the worker produced {len(done)} reports from one accepted request")
+    expect(snap.model_calls == 1, f"the model was called {snap.model_calls} times for one accepted request")
+    expect(again["outcome"] == "accepted",
+           f"a refused request sent again after the queue emptied was {again['outcome']!r}, not accepted: "
+           "the refusal left something behind")
+    expect(len(snap.work_for(refused[1])) == 0, "a refused request was stored as work")
+    return "refused requests stored nothing, called no model, and were accepted once there was room"
+
+
+@row("empty-poll", unit="A", topic="finish",
+     covers="Empty queue, one worker poll → no work and zero model invocations",
+     hint="claim returns None when nothing is pending, and work_once must return None before it calls the loop.")
+def empty_poll(h: Harness) -> str:
+    s = h.scenario("empty")
+    marker = h.token()
+    answer = ok(s.run(lambda c: [c.claim(c.queue(), "w1"), c.work_once(c.queue(), c.loop(marker), "w1")]),
+                "polling an empty queue")
+    snap = seen(s.observe())
+    expect(answer == [None, None], f"an empty queue handed out {answer}")
+    expect(snap.model_calls == 0, f"polling an empty queue called the model {snap.model_calls} times")
+    expect(not snap.work and not snap.reports, "polling an empty queue created rows")
+    return "no assignment, no model call, no rows"
+
+
+@row("claim-one", unit="A", topic="claim",
+     covers="Step 4: one claim hands out one pending request, marks it running, and never the same one twice",
+     hint="In one transaction: pick one pending row, set it to 'running', and return it as an Assignment.")
+def claim_one(h: Harness) -> str:
+    s = h.scenario("claim")
+    sources = [h.source_id(), h.source_id()]
+    session, text = h.session_id(), h.text()
+
+    def script(c: Ctx):
+        q = c.queue()
+        for src in sources:
+            c.admit(q, src, session, text)
+        return [c.claim(q, "w1"), c.claim(q, "w2"), c.claim(q, "w3")]
+
+    first, second, third = ok(s.run(script), "claiming three times from two pending requests")
+    expect(first is not None and second is not None, "claim returned None while requests were pending")
+    expect(not same_id(first["work_id"], second["work_id"]), f"work {first['work_id']!r} was handed out twice")
+    expect(third is None, f"a third claim from two requests returned {third}")
+    snap = seen(s.observe())
+    for got in (first, second):
+        stored = snap.work_by_id(got["work_id"])
+        expect(stored is not None, f"claim returned work_id {got['work_id']!r}, which is not in the store")
+        expect(stored["state"] == "running", f"claimed work is stored as {stored['state']!r}, not 'running'")
+        expect(got["session_id"] == stored["session_id"] and got["text"] == stored["text"],
+               "the Assignment does not carry the stored session and text")
+    expect(snap.model_calls == 0, "claiming called the model")
+    return "two claims got two different requests, both now running; the third got None"
+
+
+@row("claim-concurrent", unit="A", topic="claim",
+     covers="Step 4: one atomic claim: two workers claiming at the same moment never share a request",
+     hint="Select and mark the row inside one transaction, so nobody can claim between your look and your write.")
+def claim_concurrent(h: Harness) -> str:
+    s = h.scenario("claim-race")
+    sources, session, text = [h.source_id(), h.source_id()], h.session_id(), h.text()
+    setup = s.run(lambda c: [c.admit(c.queue(), src, session, text) for src in sources])
+    ok(setup, "admitting two requests")
+
+    def first(c: Ctx):
+        try:
+            with c.armed(PauseForRival(s.flags)):
+                return c.claim(c.queue(), "w1")
+        finally:
+            (s.flags / "first-done").touch()
+
+    def rival(c: Ctx):
+        try:
+            wait_for_turn(s.flags)
+            return c.claim(c.queue(), "w2")
+        finally:
+            (s.flags / "rival-done").touch()
+
+    a, b = (ok(r, name) for r, name in zip(s.race([first, rival]), ("the first worker's claim", "the second worker's claim")))
+    expect(a is not None and b is not None, "a worker got nothing although two requests were pending")
+    expect(not same_id(a["work_id"], b["work_id"]), f"two workers both claimed work {a['work_id']!r}")
+    return "two racing workers claimed two different requests"
+
+
+# --- the loop, the result and the report ---------------------------------------
+
+
+@row("integrated-path", unit="A", topic="finish",
+     covers="Step 5: the claimed request goes through the injected loop; a hard-coded report is detected",
+     hint="work_once: claim, then loop.run(assignment.session_id, assignment.text), then finish with that result. "
+          "The report's body must be the loop's text.")
+def integrated_path(h: Harness) -> str:
+    s = h.scenario("integrated")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
+
+    def script(c: Ctx):
+        q = c.queue()
+        c.admit(q, source, session, text)
+        return c.work_once(q, c.loop(marker), "w1")
+
+    report = ok(s.run(script), "admit, then work_once")
+    expect(report is not None, "work_once returned None although a request was pending")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1 and work[0]["state"] == "done", f"after work_once the request is {[w['state'] for w in work]}")
+    reports = snap.reports_for(work[0]["work_id"])
+    expect(len(reports) == 1, f"{len(reports)} stored reports for the finished request, not 1")
+    expect(marker in reports[0]["body"], "the stored report does not carry the loop's answer: "
+           "its body was not produced by the loop this checker injected")
+    expect(snap.model_calls == 1, f"the model was called {snap.model_calls} times for one request")
+    return "one model call; the stored report carries the injected loop's answer"
+
+
+@row("report-to-admitted-session", unit="A", topic="finish",
+     covers="Authentication vs. generated text: the report goes to the admitted session whatever the loop's text says",
+     hint="Take the report's session_id from the stored work row, never from the loop's result.")
+def report_to_admitted_session(h: Harness) -> str:
+    s = h.scenario("addressing")
+    source, session, text, marker, intruder = h.source_id(), h.session_id(), h.text(), h.token(), h.session_id()
+
+    def script(c: Ctx):
+        q = c.queue()
+        c.admit(q, source, session, text)
+        return c.work_once(q, c.loop(marker, addressed_to=intruder), "w1")
+
+    report = ok(s.run(script), "work_once with a loop that names another session")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    stored = snap.reports_for(work[0]["work_id"]) if work else []
+    expect(len(stored) == 1, f"{len(stored)} reports stored for the request, not 1")
+    expect(stored[0]["session_id"] == session, f"the report is addressed to {stored[0]['session_id']!r}; "
+           f"the request was admitted from {session!r}")
+    expect(report is not None and report["session_id"] == session, "the returned Report names another session")
+    return "the loop named another session; the report still went to the admitted one"
+
+
+@row("finish-binds-work", unit="A", topic="finish",
+     covers="Completion binds the result to the specific claimed work identity",
+     hint="Update and report exactly the work_id you were given (WHERE work_id = ?), never 'the running one'.")
+def finish_binds_work(h: Harness) -> str:
+    s = h.scenario("binding")
+    sources, session, text = [h.source_id(), h.source_id()], h.session_id(), h.text()
+    markers = [h.token(10), h.token(10)]
+
+    def script(c: Ctx):
+        q = c.queue()
+        for src in sources:
+            c.admit(q, src, session, text)
+        x, y = c.claim(q, "w1"), c.claim(q, "w1")
+        c.finish(q, y["work_id"], LoopResult(f"brief [{markers[1]}]", session, 1))
+        return x, y
+
+    x, y = ok(s.run(script), "claiming two requests and finishing the second")
+    snap = seen(s.observe())
+    later, earlier = snap.work_by_id(y["work_id"]), snap.work_by_id(x["work_id"])
+    expect(later is not None and later["state"] == "done", "finishing a work_id did not mark that work done")
+    expect(earlier is not None and earlier["state"] == "running",
+           f"finishing one request changed another one to {earlier and earlier['state']!r}")
+    stored = snap.reports_for(y["work_id"])
+    expect(len(stored) == 1 and markers[1] in stored[0]["body"], "the finished work's report does not carry its result")
+    expect(not snap.reports_for(x["work_id"]), "a report was stored for work that was not finished")
+    return "finishing one of two running requests changed only that one"
+
+
+@row("finish-misuse", unit="A", topic="finish",
+     covers="finish on work that is not claimed is refused with an error and changes nothing",
+     hint="Check the work is 'running' inside the transaction; if not, raise an error before writing anything.")
+def finish_misuse(h: Harness) -> str:
+    s = h.scenario("misuse")
+    source, session, text = h.source_id(), h.session_id(), h.text()
+    ok(s.run(lambda c: c.admit(c.queue(), source, session, text)), "admitting a request")
+    snap = seen(s.observe())
+    work_id = snap.work_for(source)[0]["work_id"] if snap.work_for(source) else None
+    result = LoopResult(f"brief [{h.token()}]", session, 1)
+    for target, what in ((work_id, "pending work"), (987_654_321, "a work id that does not exist")):
+        answer = s.run(lambda c: c.finish(c.queue(), target, result))
+        expect(answer.status == "raised",
+               f"finish on {what} {'returned' if answer.ok else answer.status} instead of raising an error")
+    snap = seen(s.observe())
+    stored = snap.work_for(source)
+    expect(stored and stored[0]["state"] == "pending", "finish on unclaimed work changed its state")
+    expect(not snap.reports, "finish on unclaimed work stored a report")
+    return "finish refused unclaimed and unknown work with an error, and wrote nothing"
+
+
+@row("report-identity", unit="A", topic="finish",
+     covers="Report identity is immutable and distinct from work identity, and the report carries its generation",
+     hint="Give the report an id of its own (for example 'r-<work_id>-<generation>'), and store the generation with it.")
+def report_identity(h: Harness) -> str:
+    s = h.scenario("identity")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        q = c.queue()
+        c.admit(q, source, session, text)
+        return c.work_once(q, c.loop(marker), "w1")
+
+    report = ok(s.run(script), "admit, then work_once")
+    snap = seen(s.observe())
+    stored = snap.reports
+    expect(len(stored) == 1, f"{len(stored)} reports stored, not 1")
+    r = stored[0]
+    expect(str(r["report_id"]) != str(r["work_id"]), f"the report id {r['report_id']!r} is the work id")
+    expect(isinstance(r["generation"], int) and not isinstance(r["generation"], bool) and r["generation"] >= 1,
+           f"the report's generation is {r['generation']!r}, not a whole number from 1")
+    expect(report is not None and str(report["report_id"]) == str(r["report_id"]),
+           "the Report finish returned has another id than the one stored")
+    return f"report {r['report_id']!r} for work {r['work_id']!r}, generation {r['generation']}"
+
+
+# --- what survives a crash -----------------------------------------------------
+
+
+def _finish_setup(h: Harness):
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
+    result = LoopResult(f"brief [{marker}]", session, 1)
+    return source, session, text, marker, result
+
+
+@row("finish-atomic", unit="A", topic="durable",
+     covers="Fail between terminal state and report insertion → reopen shows neither terminal change nor new report",
+     hint="Mark the work done and insert its report inside ONE `with queue.store.transaction() as tx:` block.")
+def finish_atomic(h: Harness) -> str:
+    source, session, text, marker, result = _finish_setup(h)
+    dry = h.scenario("finish-points")
+
+    def count(c: Ctx):
+        a = admit_and_claim(c, source, session, text, "w1")
+        counter = CountPoints()
+        with c.armed(counter):
+            c.finish(c.queue(), a["work_id"], result)
+        return counter.points
+
+    points = ok(dry.run(count), "finish without a crash")
+    expect(len(points) > 0, "finish sent no statement through queue.store, so nothing it does can be committed")
+    scenarios: list[Scenario] = []
+    for n in range(1, len(points) + 1):
+        s = h.scenario(f"finish-crash-{n}")
+
+        def crash(c: Ctx, n=n):
+            a = admit_and_claim(c, source, session, text, "w1")
+            with c.armed(CrashAt(n)):
+                c.finish(c.queue(), a["work_id"], result)
+            return "finished"
+
+        ok(s.run(crash), f"finish stopped before {points[n - 1]}", expect="crashed")
+        scenarios.append(s)
+    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
+        work = seen(snap).work_for(source)
+        state = work[0]["state"] if work else None
+        reports = snap.reports_for(work[0]["work_id"]) if work else []
+        where = f"stopping before {points[n - 1]!r}"
+        expect(not (state == "done" and not reports),
+               f"{where} left the work done with no report: a completed request whose answer is lost")
+        expect(not (state != "done" and reports), f"{where} left a report for work that is still {state!r}")
+    return f"{len(points)} crash points inside finish: every reopen showed both halves or neither"
+
+
+@row("finish-durable", unit="A", topic="durable",
+     covers="Commit finish, then stop before the sender runs → one completed work item and one pending report survive",
+     hint="Let the transaction block end before finish returns; store the report with delivery 'pending'.")
+def finish_durable(h: Harness) -> str:
+    source, session, text, marker, result = _finish_setup(h)
+    s = h.scenario("after-finish")
+
+    def script(c: Ctx):
+        a = admit_and_claim(c, source, session, text, "w1")
+        c.finish(c.queue(), a["work_id"], result)
+        c.stop()
+
+    ok(s.run(script), "finish, then the process dies", expect="crashed")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1 and work[0]["state"] == "done", f"after the restart the work is {[w['state'] for w in work]}")
+    reports = snap.reports_for(work[0]["work_id"])
+    expect(len(reports) == 1, f"{len(reports)} reports survived, not 1")
+    expect(reports[0]["delivery"] == "pending", f"the surviving report is {reports[0]['delivery']!r}, not 'pending'")
+    expect(marker in reports[0]["body"], "the surviving report lost its body")
+    expect(not snap.accepted, "something was sent although no sender ran")
+    return "after the process died, a fresh reader found the work done and its report pending"
+
+
+@row("running-crash-visible", unit="A", topic="crash",
+     covers="A worker that dies while running leaves a visible unresolved item and no automatic replay (Chapter 12)",
+     hint="claim only 'pending' work. A 'running' row whose worker died stays visible; Chapter 12 adds takeover.")
+def running_crash_visible(h: Harness) -> str:
+    s = h.scenario("running-crash")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def crash(c: Ctx):
+        q = c.queue()
+        c.admit(q, source, session, text)
+        c.work_once(q, c.loop(marker, crash=True), "w1")
+
+    ok(s.run(crash), "a worker dies inside the loop", expect="crashed")
+    after = ok(s.run(lambda c: c.work_once(c.queue(), c.loop(marker), "w2")), "a new worker polls")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1 and work[0]["state"] == "running",
+           f"the dead worker's request is {[w['state'] for w in work]}, not a visible 'running'")
+    expect(after is None, "the new worker replayed the dead worker's request")
+    expect(snap.model_calls == 1, f"the model was called {snap.model_calls} times: the request was run again")
+    expect(not snap.reports, "a report appeared for work nobody finished")
+    return "the dead worker's request stayed 'running', unreported, and was not run again"

@@ -1,0 +1,150 @@
+"""The ``lucy`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _rows(args) -> int:
+    from .checker.rows import ROWS
+
+    for row in ROWS.values():
+        print(f"{row.id:<28} unit {row.unit}  {row.topic:<10} {row.covers}")
+    return 0
+
+
+def _check(args) -> int:
+    from .checker import SourceLearner, run_rows, select_rows
+    from .notebook import learner_implementation
+
+    started = time.monotonic()
+    cells = learner_implementation(args.notebook_dir)
+    units = {name.split(":")[0] for name, _ in cells}
+    rows = [r for r in select_rows(args.rows) if f"ch07_unit_{r.unit.lower()}" in units]
+    report = run_rows(SourceLearner(cells), rows, seed=args.seed, title=f"lucy check {args.notebook_dir}")
+    print(report)
+    for result in report.results:
+        print(f"  {result.row_id:<28} {result.seconds:6.2f} s")
+    seconds = round(time.monotonic() - started, 2)
+    print(f"{sum(r.passed for r in report.results)} passed, {sum(not r.passed for r in report.results)} failed "
+          f"in {seconds} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"seconds": seconds, "rows": json.loads(report.to_json())}, indent=2))
+    return 0 if report.passed else 1
+
+
+def _cases(args) -> int:
+    from .educator.alternatives import ALTERNATIVES
+    from .educator.cases import CASES
+
+    for case in CASES:
+        print(f"{case.name:<28} {case.unit}  caught by: {', '.join(case.expected)}\n    {case.breaks}")
+    print("\nCorrect alternatives (must get full marks):")
+    for case in ALTERNATIVES:
+        print(f"{case.name:<28} {case.breaks}")
+    return 0
+
+
+def _sync(args) -> int:
+    from .notebook import pair_differences, sync_from_markdown
+
+    for markdown in sorted(Path("source").glob("*/*.md")):
+        target = sync_from_markdown(markdown)
+        problems = pair_differences(target)
+        print(f"{markdown} -> {target}" + (f"  PROBLEMS: {problems}" if problems else ""))
+    return 0
+
+
+def _release(args) -> int:
+    from .course import generate_release
+
+    for path in generate_release():
+        print(f"released {path}")
+    return 0
+
+
+def _verify(args) -> int:
+    from .educator.verify import main_progress, verify
+
+    report = verify(progress=main_progress)
+    print("\nGrade table (autograded points only; written answers are marked by hand)\n")
+    print(report.grade_table())
+    print("\nKill matrix: educator cases (columns) × rows that lost them points\n")
+    print(report.kill_matrix())
+    print()
+    for problem in report.problems:
+        print(f"PROBLEM: {problem}")
+    graded = len(report.entries)
+    print(f"{'grader verified' if report.ok else 'GRADER NOT VERIFIED'}: {graded} submissions autograded by nbgrader "
+          f"in {report.seconds} s ({report.seconds / max(graded, 1):.1f} s each)")
+    if args.json:
+        Path(args.json).write_text(report.to_json())
+    return 0 if report.ok else 1
+
+
+CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
+
+
+def _bench(args) -> int:
+    """Time every row on the reference in one run; print ratios to the budgets, not verdicts."""
+    from .checker import SourceLearner, run_rows, select_rows
+    from .checker.child import run_in_child
+    from .notebook import learner_implementation
+
+    learner = SourceLearner(learner_implementation(args.notebook_dir))
+    started = time.monotonic()
+    for _ in range(20):
+        run_in_child(lambda: None)
+    fork_cost = (time.monotonic() - started) / 20
+    report = run_rows(learner, select_rows("all"), seed=1)
+    total = sum(r.seconds for r in report.results)
+    print(f"{'row':<28} {'seconds':>8} {'x one fork':>11}")
+    for r in report.results:
+        print(f"{r.row_id:<28} {r.seconds:>8.3f} {r.seconds / fork_cost:>11.0f}")
+    slowest_crash = max((r for r in report.results if r.row_id in CRASH_ROWS), key=lambda r: r.seconds)
+    print(f"\nall {len(report.results)} rows: {total:.2f} s = {total / 10:.2f} of the 10 s budget")
+    print(f"slowest crash row ({slowest_crash.row_id}): {slowest_crash.seconds:.2f} s = "
+          f"{slowest_crash.seconds:.2f} of the 1 s budget")
+    print(f"one fork + exit: {fork_cost * 1000:.1f} ms")
+    return 0 if report.passed else 1
+
+
+def _demo(args) -> int:
+    print("== 1. Regenerate release/ from source/ with nbgrader")
+    _release(args)
+    print("\n== 2. Autograde the reference, the blank release, correct alternatives and every educator case")
+    return _verify(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lucy", description="Lucy, Chapter 7: durable work")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("rows", help="list the acceptance rows").set_defaults(func=_rows)
+    p = sub.add_parser("check", help="run every row against the learner cells in NOTEBOOK_DIR")
+    p.add_argument("notebook_dir")
+    p.add_argument("--rows", default="all", help="a row id, a topic, a unit (A/B) or 'all'")
+    p.add_argument("--json")
+    p.add_argument("--seed", type=int)
+    p.set_defaults(func=_check)
+    sub.add_parser("cases", help="list the educator cases").set_defaults(func=_cases)
+    sub.add_parser("sync", help="write each source notebook from its Markdown pair").set_defaults(func=_sync)
+    sub.add_parser("release", help="regenerate release/ with nbgrader").set_defaults(func=_release)
+    p = sub.add_parser("verify-grader", help="autograde reference, blank and every case; print the kill matrix")
+    p.add_argument("--json")
+    p.set_defaults(func=_verify)
+    p = sub.add_parser("bench", help="time the rows on the reference (ratios to the budgets)")
+    p.add_argument("notebook_dir", nargs="?", default="source")
+    p.set_defaults(func=_bench)
+    p = sub.add_parser("demo", help="release, then verify the grader")
+    p.add_argument("--json")
+    p.set_defaults(func=_demo)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

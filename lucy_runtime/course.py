@@ -1,0 +1,174 @@
+"""Real nbgrader runs: generate the release, and autograde submissions in a scratch course.
+
+Everything goes through nbgrader's own command line, in a course directory of its own,
+exactly as an educator would run it. Scores are read back from nbgrader's gradebook.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .notebook import UNITS, nbgrader_meta
+
+REPO = Path(__file__).resolve().parent.parent
+
+CONFIG_BROKEN = "Exception while loading config file"
+"""traitlets logs this and carries on without the file: every setting in it silently lost."""
+
+
+class NbgraderFailed(RuntimeError):
+    def __init__(self, args: list[str], output: str):
+        super().__init__(f"nbgrader {' '.join(args)} failed:\n{output[-3000:]}")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+    # nbgrader runs `alembic` (and the kernel) by name: this interpreter's bin folder comes first.
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900) -> str:
+    """Run one nbgrader command in ``cwd`` (a course directory); return its output."""
+    env = _env()
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    output = done.stdout + done.stderr
+    if done.returncode != 0 or CONFIG_BROKEN in output:
+        raise NbgraderFailed(args, output)
+    return output
+
+
+def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student) -> str:
+    """Like ``nbgrader`` but reads the log as it comes, calling ``on_student`` per student."""
+    import re
+
+    env = _env()
+    started, lines = time.monotonic(), []
+    with subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            found = re.search(r"Autograding .*/submitted/([^/]+)/", line) or re.search(r"Grading student: ?(\S+)", line)
+            if found:
+                on_student(found.group(1))
+            if time.monotonic() - started > timeout:
+                proc.kill()
+                raise NbgraderFailed(args, "".join(lines) + "\n(timed out)")
+    output = "".join(lines)
+    if proc.returncode != 0 or CONFIG_BROKEN in output:
+        raise NbgraderFailed(args, output)
+    return output
+
+
+def row_of(grade_id: str) -> str:
+    """``row_finish_atomic`` → ``finish-atomic``: a test cell's grade id names its row."""
+    return grade_id.removeprefix("row_").replace("_", "-")
+
+
+def graded_test_cells(nb) -> dict[str, float]:
+    """Autograded test cells of a notebook: grade id → points."""
+    return {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0)) for c in nb.cells
+            if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
+
+
+@dataclass(frozen=True)
+class GradedSubmission:
+    name: str
+    unit: str
+    score: float
+    max_score: float
+    failing: tuple[str, ...] = ()
+    seconds: float = 0.0
+    errors: dict = field(default_factory=dict)
+
+    @property
+    def full_marks(self) -> bool:
+        return self.score == self.max_score
+
+
+def generate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> list[Path]:
+    """``nbgrader generate_assignment`` for each unit that has a source, into ``root/release``."""
+    made = []
+    for unit in units:
+        if (root / "source" / unit / f"{unit}.ipynb").exists():
+            nbgrader(["generate_assignment", unit, "--force", "--no-db"], cwd=root)
+            made.append(root / "release" / unit / f"{unit}.ipynb")
+    return made
+
+
+class ScratchCourse:
+    """A throwaway nbgrader course directory built from this repository's source/."""
+
+    def __init__(self, root: Path, *, repo: Path = REPO, units: tuple[str, ...] = UNITS):
+        self.root = Path(root)
+        self.units = tuple(u for u in units if (repo / "source" / u / f"{u}.ipynb").exists())
+        self.root.mkdir(parents=True, exist_ok=True)
+        shutil.copy(repo / "nbgrader_config.py", self.root / "nbgrader_config.py")
+        for unit in self.units:
+            shutil.copytree(repo / "source" / unit, self.root / "source" / unit, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("*.md", ".ipynb_checkpoints"))
+            nbgrader(["generate_assignment", unit, "--force"], cwd=self.root)
+
+    def source(self, unit: str):
+        return nbformat.read(str(self.root / "source" / unit / f"{unit}.ipynb"), as_version=4)
+
+    def release(self, unit: str):
+        return nbformat.read(str(self.root / "release" / unit / f"{unit}.ipynb"), as_version=4)
+
+    def submit(self, student: str, unit: str, nb, extra_files: dict[str, str] | None = None) -> Path:
+        folder = self.root / "submitted" / student / unit
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(folder / f"{unit}.ipynb"))
+        for name, text in (extra_files or {}).items():
+            (folder / name).write_text(text, encoding="utf-8")
+        return folder
+
+    def autograde(self, unit: str, student: str | None = None, *, timeout: float = 1800,
+                  on_student=None) -> str:
+        """Autograde one student, or every submitted student of ``unit`` in one nbgrader run.
+
+        ``on_student(student_id)`` is called as nbgrader starts on each one (for a progress bar).
+        """
+        args = ["autograde", unit, "--force"] + ([f"--student={student}"] if student else [])
+        if on_student is None:
+            return nbgrader(args, cwd=self.root, timeout=timeout)
+        return nbgrader_streaming(args, cwd=self.root, timeout=timeout, on_student=on_student)
+
+    def graded(self, unit: str, student: str, *, name: str | None = None, seconds: float = 0.0) -> GradedSubmission:
+        from nbgrader.api import Gradebook
+
+        autograded = nbformat.read(str(self.root / "autograded" / student / unit / f"{unit}.ipynb"), as_version=4)
+        errors = {}
+        for cell in autograded.cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("grade") and not meta.get("solution"):
+                for out in cell.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        errors[meta["grade_id"]] = f"{out.get('ename')}: {out.get('evalue')}"[:400]
+        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+            submission = gb.find_submission_notebook(unit, unit, student)
+            failing, score, max_score = [], 0.0, 0.0
+            for grade in submission.grades:
+                if grade.cell.cell_type != "code":
+                    continue  # written answers are marked by hand
+                score += grade.auto_score or 0.0
+                max_score += grade.max_score
+                if (grade.auto_score or 0.0) < grade.max_score:
+                    failing.append(grade.name)
+            return GradedSubmission(name or student, unit, score, max_score, tuple(sorted(failing)), seconds, errors)
+
+    def grade_submission(self, student: str, unit: str, nb, *, name: str | None = None) -> GradedSubmission:
+        started = time.monotonic()
+        self.submit(student, unit, nb)
+        self.autograde(unit, student)
+        return self.graded(unit, student, name=name, seconds=round(time.monotonic() - started, 1))

@@ -1,0 +1,91 @@
+"""Correct implementations arranged differently from the reference.
+
+The grader must give each of these full marks: it judges observable behaviour,
+never the reference's statement order, SQL style or schema.
+"""
+
+from __future__ import annotations
+
+from .cases import Case, Edit
+
+_ADMIT_ON_CONFLICT = '''with queue.store.transaction() as tx:
+    reason = None
+    if tx.execute("SELECT 1 FROM work WHERE source_id = ?", (source_id,)).fetchone() is None:
+        reason = refusal(tx, queue, session_id)
+    if reason is not None:
+        return Admission(Outcome.REFUSED, None, reason)
+    inserted = tx.execute(
+        "INSERT INTO work (source_id, session_id, text) VALUES (?, ?, ?) "
+        "ON CONFLICT (source_id) DO NOTHING RETURNING work_id",
+        (source_id, session_id, text),
+    ).fetchone()
+    if inserted is not None:
+        return Admission(Outcome.ACCEPTED, inserted[0])
+    known = tx.execute("SELECT work_id, session_id, text FROM work WHERE source_id = ?", (source_id,)).fetchone()
+    same = (known["session_id"], known["text"]) == (session_id, text)
+    return Admission(Outcome.DUPLICATE if same else Outcome.CONFLICT, known["work_id"])'''
+
+_CLAIM_RETURNING = '''with queue.store.transaction() as tx:
+    row = tx.execute(
+        "UPDATE work SET state = 'running', worker_id = ? WHERE work_id = "
+        "(SELECT work_id FROM work WHERE state = 'pending' ORDER BY work_id LIMIT 1) "
+        "RETURNING work_id, source_id, session_id, text, generation",
+        (worker_id,),
+    ).fetchone()
+if row is None:
+    return None
+return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
+
+_TRIGGER_SCHEMA = '''    generation INTEGER NOT NULL DEFAULT 1,
+    result     TEXT
+);
+CREATE TRIGGER IF NOT EXISTS work_done_writes_report
+AFTER UPDATE OF state ON work WHEN new.state = 'done' AND old.state = 'running'
+BEGIN
+    INSERT INTO report (report_id, work_id, generation, session_id, body)
+    VALUES ('r-' || new.work_id || '-' || new.generation, new.work_id, new.generation, new.session_id, new.result);
+END;'''
+
+_FINISH_BY_TRIGGER = '''with queue.store.transaction() as tx:
+    changed = tx.execute(
+        "UPDATE work SET state = 'done', result = ? WHERE work_id = ? AND state = 'running'",
+        (result.text, work_id),
+    ).rowcount
+    if changed != 1:
+        raise LookupError(f"work {work_id!r} is not running")
+    row = tx.execute(
+        "SELECT report_id, work_id, generation, session_id, body FROM report WHERE work_id = ? "
+        "ORDER BY generation DESC LIMIT 1", (work_id,)
+    ).fetchone()
+return Report(row["report_id"], row["work_id"], row["generation"], row["session_id"], row["body"])'''
+
+ALTERNATIVES: tuple[Case, ...] = (
+    Case("report-before-state", "ch07_unit_a", (
+        Edit("finish",
+             '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'
+             '        tx.execute(\n'
+             '            "INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",\n'
+             '            (report.report_id, report.work_id, report.generation, report.session_id, report.body),\n'
+             '        )\n',
+             '        tx.execute(\n'
+             '            "INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",\n'
+             '            (report.report_id, report.work_id, report.generation, report.session_id, report.body),\n'
+             '        )\n'
+             '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'),
+    ), "Inserts the report before changing the work's state, in the same transaction.", (), ""),
+    Case("admit-insert-on-conflict", "ch07_unit_a", (Edit("admit", None, _ADMIT_ON_CONFLICT),),
+         "Admits with INSERT … ON CONFLICT DO NOTHING RETURNING, then classifies a duplicate.", (), ""),
+    Case("claim-update-returning", "ch07_unit_a", (Edit("claim", None, _CLAIM_RETURNING),),
+         "Claims with a single UPDATE … RETURNING statement.", (), ""),
+    Case("report-by-trigger", "ch07_unit_a", (
+        Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);", _TRIGGER_SCHEMA),
+        Edit("finish", None, _FINISH_BY_TRIGGER),
+    ), "A trigger writes the report when work becomes done; finish is one UPDATE.", (), ""),
+    Case("schema-with-extras", "ch07_unit_a", (
+        Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);",
+             "    generation INTEGER NOT NULL DEFAULT 1,\n"
+             "    received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n"
+             "    attempts   INTEGER NOT NULL DEFAULT 0\n);\n"
+             "CREATE INDEX IF NOT EXISTS work_by_state ON work (state, session_id);"),
+    ), "Extra columns and an index the observer does not read.", (), ""),
+)

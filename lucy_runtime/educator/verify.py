@@ -1,0 +1,175 @@
+"""Proof that the grader fails every known-bad implementation, through real nbgrader.
+
+For each unit: the reference (release + reference cells) must get full marks, the
+blank release zero on every autograded row, every correct alternative full marks,
+and every educator case must lose the points of at least the rows expected to
+catch it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..course import REPO, GradedSubmission, ScratchCourse, row_of, graded_test_cells
+from ..notebook import is_learner_owned, nbgrader_meta
+from .alternatives import ALTERNATIVES
+from .cases import CASES, Case
+
+
+def strip_markers(source: str) -> str:
+    return "\n".join(line for line in source.splitlines()
+                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+
+
+def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
+    for edit in case.edits if case else ():
+        if edit.cell == grade_id:
+            source = edit.apply(source)
+    return source
+
+
+def filled(release_nb, source_nb, case: Case | None = None):
+    """The release as a learner who wrote the reference would hand it in, with ``case`` applied."""
+    import copy
+
+    reference = {nbgrader_meta(c).get("grade_id"): c.source for c in source_nb.cells if is_learner_owned(c)}
+    nb = copy.deepcopy(release_nb)
+    touched = set()
+    for cell in nb.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if is_learner_owned(cell) and grade_id in reference:
+            cell.source = strip_markers(apply_edits(case, grade_id, reference[grade_id]))
+            touched.add(grade_id)
+    missing = {e.cell for e in (case.edits if case else ())} - touched
+    if missing:
+        raise KeyError(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
+    return nb
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str  # reference | blank | alternative | case
+    unit: str
+    expected: tuple[str, ...] = ()
+    graded: GradedSubmission | None = None
+
+    @property
+    def failing_rows(self) -> list[str]:
+        return [row_of(g) for g in self.graded.failing] if self.graded else []
+
+
+@dataclass
+class VerifyReport:
+    entries: list[Entry]
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def grade_table(self) -> str:
+        lines = [f"{'submission':<30} {'kind':<11} {'unit':<12} {'score':>9}  {'s':>5}  failing rows"]
+        for e in self.entries:
+            g = e.graded
+            lines.append(f"{e.name:<30} {e.kind:<11} {e.unit:<12} {g.score:>4g}/{g.max_score:<4g} {g.seconds:>5.1f}  "
+                         f"{', '.join(e.failing_rows) or '-'}")
+        return "\n".join(lines)
+
+    def kill_matrix(self) -> str:
+        cases = [e for e in self.entries if e.kind == "case"]
+        rows = sorted({r for e in cases for r in e.failing_rows + list(e.expected)})
+        if not cases:
+            return "(no educator cases)"
+        width = max(len(r) for r in rows)
+        header = " " * width + "  " + " ".join(f"{i + 1:>2}" for i in range(len(cases)))
+        lines = [header]
+        for r in rows:
+            marks = []
+            for e in cases:
+                caught, wanted = r in e.failing_rows, r in e.expected
+                marks.append(" X" if caught and wanted else " +" if caught else " !" if wanted else " .")
+            lines.append(f"{r:<{width}}  {' '.join(marks)}")
+        lines.append("")
+        lines += [f"{i + 1:>2} {e.name}" for i, e in enumerate(cases)]
+        lines.append("X caught by an expected row   + also caught by this row   ! expected to catch, did not")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "ok": self.ok, "problems": self.problems, "seconds": self.seconds,
+            "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.graded.score,
+                             "max_score": e.graded.max_score, "failing_rows": e.failing_rows,
+                             "expected_rows": list(e.expected), "seconds": e.graded.seconds} for e in self.entries],
+        }, indent=2)
+
+
+def judge(entries: list[Entry]) -> list[str]:
+    problems = []
+    for e in entries:
+        g = e.graded
+        if e.kind in ("reference", "alternative") and not g.full_marks:
+            problems.append(f"{e.name} ({e.unit}) should get full marks but got {g.score:g}/{g.max_score:g}: "
+                            f"failing {', '.join(e.failing_rows)}")
+        if e.kind == "blank" and g.score != 0:
+            problems.append(f"the blank release of {e.unit} earned {g.score:g} points; every autograded row should fail")
+        if e.kind == "case":
+            if not e.failing_rows:
+                problems.append(f"case {e.name} SURVIVES: it got full marks")
+            missed = [r for r in e.expected if r not in e.failing_rows]
+            if missed and e.failing_rows:
+                problems.append(f"case {e.name} was caught, but not by the rows expected to catch it: {', '.join(missed)} "
+                                f"(caught by {', '.join(e.failing_rows)})")
+            elif missed:
+                problems.append(f"case {e.name} was not caught by its expected rows {', '.join(missed)}")
+    return problems
+
+
+def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = ALTERNATIVES,
+           workdir: Path | None = None, progress: Callable[[str], None] | None = None) -> VerifyReport:
+    started = time.monotonic()
+    root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
+    course = ScratchCourse(root / "course", repo=REPO)
+    entries: list[Entry] = []
+    for unit in course.units:
+        source, release = course.source(unit), course.release(unit)
+        unit_entries = [Entry("reference", "reference", unit), Entry("blank-release", "blank", unit)]
+        unit_entries += [Entry(c.name, "alternative", unit) for c in alternatives if c.unit == unit]
+        unit_entries += [Entry(c.name, "case", unit, c.expected) for c in cases if c.unit == unit]
+        by_name = {c.name: c for c in (*cases, *alternatives)}
+        students = {}
+        for entry in unit_entries:
+            nb = release if entry.kind == "blank" else filled(release, source, by_name.get(entry.name))
+            student = entry.name.replace("-", "_")
+            students[student] = entry
+            course.submit(student, unit, nb)
+        done, began, current = [0], {}, [None]
+
+        def tick(student: str) -> None:
+            now = time.monotonic()
+            if current[0] is not None:
+                began[current[0]] = now - began[current[0]]
+            current[0], began[student] = student, now
+            done[0] += 1
+            if progress:
+                bar = "#" * done[0] + "." * (len(students) - done[0])
+                progress(f"[{bar}] {done[0]}/{len(students)} {unit}: {students.get(student, student).name if student in students else student}")
+
+        course.autograde(unit, on_student=tick)
+        if current[0] is not None:
+            began[current[0]] = time.monotonic() - began[current[0]]
+        for student, entry in students.items():
+            entry.graded = course.graded(unit, student, name=entry.name, seconds=round(began.get(student, 0.0), 1))
+        entries += unit_entries
+    return VerifyReport(entries, judge(entries), round(time.monotonic() - started, 1))
+
+
+def main_progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

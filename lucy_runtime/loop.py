@@ -1,0 +1,53 @@
+"""Chapter 3's agent loop, following chapter 6's procedure, with the model injected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .fields import require_id, require_str
+from .model import Model
+from .procedure import StockBriefProcedure
+from .sessions import Sessions
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """What one run of the loop produced.
+
+    ``addressed_to`` is the session the *generated* reply says it is for. It is the
+    model's claim, not an authenticated identity: the queue's stored session decides
+    where a report goes.
+    """
+
+    text: str
+    addressed_to: str
+    model_calls: int
+
+
+class Loop(Protocol):
+    def run(self, session_id: str, text: str) -> LoopResult: ...
+
+
+class AgentLoop:
+    def __init__(self, model: Model, procedure: StockBriefProcedure | None = None, sessions: Sessions | None = None):
+        if not callable(getattr(model, "complete", None)):
+            raise TypeError(f"model: expected an object with complete(prompt), got {type(model).__name__}")
+        self._model = model
+        self._procedure = procedure or StockBriefProcedure()
+        self._sessions = sessions
+
+    def run(self, session_id: str, text: str) -> LoopResult:
+        require_id("session_id", session_id)
+        require_str("text", text)
+        plan = self._procedure.plan(text)
+        if plan is None:
+            known = ", ".join(self._procedure.known_tickers())
+            return LoopResult(f"I brief on these tickers: {known}. Which one would you like?", session_id, 0)
+        context = self._sessions.context(session_id) if self._sessions else ()
+        brief = self._model.complete(self._procedure.prompt(self._procedure.facts(plan), context))
+        if self._sessions is not None:
+            self._sessions.open(session_id, owner=session_id)
+            self._sessions.add_turn(session_id, "customer", text)
+            self._sessions.add_turn(session_id, "lucy", brief)
+        return LoopResult(brief, session_id, 1)

@@ -1,0 +1,85 @@
+"""The chapter's contract: the values a learner's queue returns, and what it is given.
+
+The learner writes ``admit``, ``claim``, ``finish`` (and, in Unit B, the outbox);
+these types are only the vocabulary they answer in. Nothing here touches the
+database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .fields import require_int
+from .store import Store
+
+WORK_STATES = ("pending", "running", "done")
+"""work:   pending --claim--> running --finish--> done"""
+
+DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown")
+"""report: pending --claim delivery--> sending --receipt--> confirmed; lost answer --> unknown"""
+
+WORK_COLUMNS = ("work_id", "source_id", "session_id", "text", "state")
+"""Columns the observer reads from the learner's work table (other columns are the learner's own)."""
+
+REPORT_COLUMNS = ("report_id", "work_id", "generation", "session_id", "body", "delivery")
+"""Columns the observer reads from the learner's report table."""
+
+
+class Outcome(Enum):
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"  # the same occurrence again: same source, same session, same text
+    CONFLICT = "conflict"  # a known source identity with different content
+    REFUSED = "refused"  # not admitted: capacity or session limit
+
+
+@dataclass(frozen=True)
+class Admission:
+    outcome: Outcome
+    work_id: object = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.outcome, Outcome):
+            raise TypeError(f"outcome: expected an Outcome, got {type(self.outcome).__name__}")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    work_id: object
+    source_id: str
+    session_id: str
+    text: str
+    worker_id: str
+    generation: int = 1
+
+
+@dataclass(frozen=True)
+class Report:
+    report_id: str
+    work_id: object
+    generation: int
+    session_id: str
+    body: str
+
+
+class Disposition(Enum):
+    CONFIRMED = "confirmed"  # the service gave a receipt
+    REFUSED = "refused"  # the service said no; the report may be sent again
+    UNKNOWN = "unknown"  # no answer: it may have been accepted; never resent automatically
+    NOTHING_TO_SEND = "nothing to send"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """What a learner's queue functions are given: the store and the admission limits."""
+
+    store: Store
+    capacity: int = 10
+    per_session_limit: int = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.store, Store):
+            raise TypeError(f"store: expected a Store, got {type(self.store).__name__}")
+        require_int("capacity", self.capacity, minimum=1)
+        require_int("per_session_limit", self.per_session_limit, minimum=1)

@@ -1,0 +1,39 @@
+# nbgrader configuration for Lucy, Chapter 7. This folder is the course directory:
+# source/ holds the notebooks with solutions and hidden tests, release/ what learners get.
+import os
+
+c = get_config()  # noqa: F821  (nbgrader provides get_config)
+
+c.CourseDirectory.course_id = "lucy-ch07"
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+# The jupytext Markdown pairs in source/ hold the reference solution: never release them.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md", "*.sqlite3*", "*.log"]
+
+# A release stub that says what to do.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"write this function, then run the cell\")"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Autograde: a stuck learner function is stopped by the checker's own timeouts first;
+# this is the ceiling for a whole cell.
+c.Execute.timeout = 120
+c.Execute.interrupt_on_timeout = True
+c.Execute.allow_errors = True
+
+# Deleted or edited test cells come back from the source at autograde.
+c.OverwriteCells.add_missing_cells = True
+c.CheckCellMetadata.enabled = True
+
+# After the kernel has run the hidden tests, re-check every graded row outside the
+# kernel (see lucy_runtime/sealed.py): a learner cell that tampers with grade() in
+# the kernel cannot change the grade.
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput, SaveAutoGrades,
+)
+
+from lucy_runtime.sealed import SealedVerdicts  # noqa: E402
+
+c.Autograde.autograde_preprocessors = [
+    Execute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata,
+]

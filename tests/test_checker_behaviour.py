@@ -1,0 +1,123 @@
+"""How the checker treats broken, stuck and evasive learner code."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
+from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.educator.cases import Edit, by_name
+
+from .conftest import learner_with
+
+
+def edited(cells, grade_id: str, new_body: str):
+    return [(n, Edit(grade_id, None, new_body).apply(s) if n.endswith(":" + grade_id) else s) for n, s in cells]
+
+
+def run_one(cells, row_id: str, timeout: float = 5.0):
+    return run_rows(SourceLearner(cells), [ROWS[row_id]], seed=3, timeout=timeout).results[0]
+
+
+def test_a_learner_function_that_never_returns_is_stopped_with_a_message(reference_cells):
+    cells = edited(reference_cells, "admit", "while True:\n    pass")
+    started = time.monotonic()
+    result = run_one(cells, "duplicate-identical", timeout=1.0)
+    assert time.monotonic() - started < 10
+    assert not result.passed
+    assert "did not finish in time" in result.observation
+    assert "loop that never ends" in result.hint
+
+
+def test_an_exception_in_learner_code_names_its_type_and_the_learners_line(reference_cells):
+    cells = edited(reference_cells, "admit", "row = {}\nreturn row['work_id']")
+    result = run_one(cells, "duplicate-identical")
+    assert not result.passed
+    assert "KeyError: 'work_id'" in result.observation
+    assert "return row['work_id']" in result.observation
+    assert "Traceback" not in result.observation and "lucy_runtime" not in result.observation
+
+
+def test_a_syntax_error_is_reported_as_such(reference_cells):
+    cells = [(n, s + "\ndef broken(:\n") if n.endswith(":claim") else (n, s) for n, s in reference_cells]
+    result = run_one(cells, "claim-one")
+    assert not result.passed and "SyntaxError" in result.observation
+    assert "<cell ch07_unit_a:claim>" in result.observation and "def broken(:" in result.observation
+    assert "exec(" not in result.observation
+
+
+def test_the_blank_release_stub_is_reported_as_not_written_yet(reference_cells):
+    cells = edited(reference_cells, "schema",
+                   "raise NotImplementedError(\"write this function, then run the cell\")")
+    result = run_one(cells, "schema-columns")
+    assert "not written yet" in result.observation
+    assert "NotImplementedError" in result.hint
+
+
+def test_a_missing_function_asks_for_the_cells_above_to_be_run(reference_cells):
+    cells = [(n, s) for n, s in reference_cells if not n.endswith(":work_once")]
+    result = run_one(cells, "empty-poll")
+    assert "no function named 'work_once'" in result.observation
+    assert "Run All Above" in result.hint
+
+
+def test_learner_code_that_bypasses_the_injected_store_is_reported_with_a_hint(reference_cells):
+    result = run_one(learner_with(reference_cells, by_name("schema-bypasses-store")).cells, "schema-columns")
+    assert not result.passed
+    assert "no work table" in result.observation
+    assert "queue.store" in result.hint
+
+
+def test_a_return_value_of_the_wrong_type_is_named(reference_cells):
+    cells = edited(reference_cells, "admit", "return 'accepted'")
+    result = run_one(cells, "duplicate-identical")
+    assert "it should return an Admission" in result.observation
+
+
+def test_tampering_inside_learner_cells_does_not_change_the_verdict(reference_cells):
+    case = by_name("tamper-with-checker")
+    report = run_rows(learner_with(reference_cells, case), [ROWS[r] for r in case.expected], seed=5)
+    assert [r.passed for r in report.results] == [False] * len(case.expected)
+
+
+def kernel_namespace(cells) -> dict:
+    """What a notebook kernel holds after running the cells."""
+    return SourceLearner(cells).namespace()
+
+
+def test_check_reads_the_calling_notebooks_functions(reference_cells):
+    ns = kernel_namespace(reference_cells)
+    report = check("admission", namespace=ns)
+    assert report.passed, report
+    assert "rows hold" in repr(report) and "<table>" in report._repr_html_()
+
+
+def test_check_finds_functions_in_the_callers_globals(reference_cells):
+    ns = kernel_namespace(reference_cells)
+    ns["check"] = check
+    exec("report = check('schema')", ns)
+    assert ns["report"].passed
+
+
+def test_grade_raises_a_short_failure_and_returns_nothing_on_success(reference_cells, capsys):
+    good = kernel_namespace(reference_cells)
+    assert grade("empty-poll", namespace=good) is None
+    assert "✔ empty-poll" in capsys.readouterr().out
+    bad = kernel_namespace(learner_with(reference_cells, by_name("model-called-when-idle")).cells)
+    with pytest.raises(GradeFailure) as caught:
+        grade("empty-poll", namespace=bad)
+    lines = caught.value._render_traceback_()
+    assert lines[0] == "Row empty-poll does not hold." and any("Hint:" in line for line in lines)
+
+
+def test_grade_refuses_an_unknown_row():
+    with pytest.raises(KeyError):
+        grade("no-such-row", namespace={})
+
+
+def test_a_whole_unit_is_checked_within_the_speed_budget_on_a_quiet_machine(reference_cells):
+    # Not a timing assertion (machines are noisy): the budget lives in `make bench`.
+    report = run_rows(SourceLearner(reference_cells), select_rows("A"), seed=2)
+    assert report.passed and all(r.seconds >= 0 for r in report.results)

@@ -1,0 +1,58 @@
+"""The lucy command as an educator types it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import nbformat
+
+from lucy_runtime.educator.cases import by_name
+from lucy_runtime.educator.verify import filled
+
+from .conftest import REPO
+
+
+def lucy(*args, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_rows_lists_every_row_with_the_line_it_covers():
+    done = lucy("rows")
+    assert done.returncode == 0
+    assert "finish-atomic" in done.stdout and "Fail between terminal state and report insertion" in done.stdout
+
+
+def test_check_passes_the_reference_and_writes_json(tmp_path):
+    done = lucy("check", "source", "--json", str(tmp_path / "check.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((tmp_path / "check.json").read_text())
+    assert data["seconds"] > 0 and all(r["passed"] for r in data["rows"])
+    assert {"row_id", "passed", "observation", "hint", "seconds"} <= set(data["rows"][0])
+
+
+def test_check_fails_a_submission_with_a_noop_finish(tmp_path):
+    unit = "ch07_unit_a"
+    source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
+    release = nbformat.read(str(REPO / "release" / unit / f"{unit}.ipynb"), as_version=4)
+    (tmp_path / unit).mkdir()
+    nbformat.write(filled(release, source, by_name("noop-finish")), str(tmp_path / unit / f"{unit}.ipynb"))
+    done = lucy("check", str(tmp_path), "--json", str(tmp_path / "out.json"))
+    assert done.returncode == 1
+    failing = {r["row_id"] for r in json.loads((tmp_path / "out.json").read_text())["rows"] if not r["passed"]}
+    assert {"integrated-path", "finish-atomic", "finish-durable"} <= failing
+    assert "hint:" in done.stdout
+
+
+def test_check_on_a_blank_release_says_what_is_not_written(tmp_path):
+    shutil.copytree(REPO / "release", tmp_path / "release")
+    done = lucy("check", str(tmp_path / "release"), "--rows", "schema")
+    assert done.returncode == 1 and "not written yet" in done.stdout
+
+
+def test_cases_lists_every_case_and_alternative():
+    done = lucy("cases")
+    assert done.returncode == 0 and "noop-finish" in done.stdout and "report-by-trigger" in done.stdout

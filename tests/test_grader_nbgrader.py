@@ -1,0 +1,69 @@
+"""The grader through real nbgrader: the walking skeleton's promise and the kill matrix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lucy_runtime.educator.cases import CASES, by_name
+from lucy_runtime.educator.verify import verify
+
+pytestmark = pytest.mark.nbgrader
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory):
+    return verify(workdir=tmp_path_factory.mktemp("verify"))
+
+
+def entry(report, name, unit="ch07_unit_a"):
+    return next(e for e in report.entries if e.name == name and e.unit == unit)
+
+
+def test_the_reference_gets_full_marks_under_real_nbgrader(verified):
+    reference = entry(verified, "reference").graded
+    assert reference.full_marks and reference.max_score >= 20, reference
+
+
+def test_a_noop_finish_loses_marks_under_real_nbgrader(verified):
+    noop = entry(verified, "noop-finish")
+    assert noop.graded.score < noop.graded.max_score
+    assert {"integrated-path", "finish-durable", "finish-atomic"} <= set(noop.failing_rows)
+
+
+def test_the_blank_release_scores_zero_on_every_autograded_row(verified):
+    blank = entry(verified, "blank-release").graded
+    assert blank.score == 0 and len(blank.failing) == len(entry(verified, "reference").graded.failing or []) + len(blank.failing)
+
+
+def test_a_learner_cell_that_tampers_with_grade_still_loses_the_points(verified):
+    tamper = entry(verified, "tamper-with-checker")
+    assert {"integrated-path", "finish-atomic", "finish-durable"} <= set(tamper.failing_rows)
+
+
+def test_every_case_is_caught_by_its_expected_rows_and_every_alternative_gets_full_marks(verified):
+    assert verified.problems == []
+    assert verified.ok
+
+
+def test_the_grade_table_kill_matrix_and_json_say_the_same(verified, tmp_path):
+    data = json.loads(verified.to_json())
+    names = {s["name"] for s in data["submissions"]}
+    assert {c.name for c in CASES if c.unit == "ch07_unit_a"} <= names
+    for submission in data["submissions"]:
+        assert {"name", "score", "max_score", "failing_rows"} <= set(submission)
+    matrix = verified.kill_matrix()
+    assert "noop-finish" in matrix and " X" in matrix and " !" not in matrix.split("\n\n")[0]
+    assert "reference" in verified.grade_table()
+
+
+def test_verify_reports_a_case_that_survives(tmp_path):
+    from lucy_runtime.educator.cases import Case, Edit
+
+    harmless = Case("harmless-edit", "ch07_unit_a", (Edit("work_once", "    if assignment is None:\n",
+                                                          "    if assignment is None:  # a comment\n"),),
+                    "changes nothing", ("empty-poll",), "")
+    report = verify(cases=(harmless, by_name("noop-finish")), alternatives=(), workdir=tmp_path)
+    assert not report.ok
+    assert any("harmless-edit SURVIVES" in p for p in report.problems)

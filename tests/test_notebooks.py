@@ -1,0 +1,121 @@
+"""The notebooks as artefacts: pairs in sync, release fresh and free of solutions, cells well formed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.course import nbgrader, row_of, graded_test_cells
+from lucy_runtime.notebook import is_learner_owned, nbgrader_meta, pair_differences, solution_region
+
+from .conftest import REPO
+
+SOURCES = sorted((REPO / "source").glob("*/*.ipynb"))
+UNITS = [p.parent.name for p in SOURCES]
+
+
+def release_of(unit: str) -> Path:
+    return REPO / "release" / unit / f"{unit}.ipynb"
+
+
+def test_there_is_at_least_unit_a():
+    assert "ch07_unit_a" in UNITS
+
+
+@pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
+def test_each_source_notebook_is_in_sync_with_its_markdown_pair(notebook):
+    assert pair_differences(notebook) == []
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory) -> Path:
+    """What nbgrader generates from source/ now, in a scratch copy of the course."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    shutil.copytree(REPO / "source", root / "source")
+    for unit in UNITS:
+        nbgrader(["generate_assignment", unit, "--force", "--no-db"], cwd=root)
+    return root / "release"
+
+
+def comparable(nb) -> list[tuple]:
+    return [(c.cell_type, c.source, nbgrader_meta(c)) for c in nb.cells]
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_release_matches_what_nbgrader_generates_from_source(regenerated, unit):
+    fresh = nbformat.read(str(regenerated / unit / f"{unit}.ipynb"), as_version=4)
+    committed = nbformat.read(str(release_of(unit)), as_version=4)
+    assert comparable(committed) == comparable(fresh), "release/ is stale: run `make release`"
+    assert sorted(p.name for p in (regenerated / unit).iterdir()) == sorted(p.name for p in release_of(unit).parent.iterdir())
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_the_release_holds_no_solution_and_no_hidden_test(unit):
+    release_dir = release_of(unit).parent
+    assert not list(release_dir.glob("*.md")), "the Markdown pair holds the solution and must not be released"
+    text = release_of(unit).read_text()
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "grade(\\\""):
+        assert marker not in text
+    source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
+    released = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(str(release_of(unit)), as_version=4).cells
+                if is_learner_owned(c)}
+    for cell in source.cells:
+        if is_learner_owned(cell):
+            for line in solution_region(cell.source).splitlines():
+                if len(line.strip()) > 20:
+                    assert line.strip() not in released[nbgrader_meta(cell)["grade_id"]], f"leaked: {line.strip()}"
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_every_learner_cell_in_the_release_raises_not_implemented(unit):
+    for cell in nbformat.read(str(release_of(unit)), as_version=4).cells:
+        if is_learner_owned(cell):
+            assert "raise NotImplementedError(" in cell.source, nbgrader_meta(cell)["grade_id"]
+
+
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
+
+
+@pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
+def test_hidden_tests_hold_only_a_grade_call_for_an_existing_row(notebook):
+    nb = nbformat.read(str(notebook), as_version=4)
+    for grade_id, points in graded_test_cells(nb).items():
+        cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
+        hidden = HIDDEN.findall(cell.source)
+        assert hidden == [f'grade("{row_of(grade_id)}")\n'], grade_id
+        assert row_of(grade_id) in ROWS and points > 0
+
+
+def test_every_unit_a_row_has_exactly_one_graded_cell():
+    nb = nbformat.read(str(REPO / "source/ch07_unit_a/ch07_unit_a.ipynb"), as_version=4)
+    graded = [row_of(g) for g in graded_test_cells(nb)]
+    assert sorted(graded) == sorted(r.id for r in ROWS.values() if r.unit == "A")
+
+
+@pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
+def test_every_recorded_experiment_has_a_prediction_before_it(notebook):
+    text = "\n".join(c.source for c in nbformat.read(str(notebook), as_version=4).cells)
+    for block in re.findall(r'evidence\.record\("([^"]+)"', text):
+        if block.endswith("hand-off"):
+            continue  # notes, not an experiment
+        predicted = text.find(f'evidence.predict("{block}"')
+        assert 0 <= predicted < text.find(f'evidence.record("{block}"'), block
+
+
+@pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
+def test_each_unit_has_a_written_answer_graded_by_hand(notebook):
+    cells = nbformat.read(str(notebook), as_version=4).cells
+    manual = [c for c in cells if c.cell_type == "markdown" and nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("solution")]
+    assert manual and all(nbgrader_meta(c)["points"] > 0 for c in manual)
+
+
+@pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
+def test_the_notebook_draws_its_state_machines_in_mermaid(notebook):
+    text = "\n".join(c.source for c in nbformat.read(str(notebook), as_version=4).cells if c.cell_type == "markdown")
+    assert "```mermaid" in text

@@ -1,0 +1,63 @@
+"""Every acceptance row holds on the reference, fails on a named known-bad case, and
+gives full marks to correct implementations arranged differently."""
+
+from __future__ import annotations
+
+import pytest
+
+from lucy_runtime.checker import run_rows, select_rows
+from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.educator.alternatives import ALTERNATIVES
+from lucy_runtime.educator.cases import CASES
+
+from .conftest import learner_with
+
+UNIT_A = [r for r in ROWS.values() if r.unit == "A"]
+
+
+@pytest.fixture(scope="module")
+def reference_report(reference_cells):
+    return run_rows(learner_with(reference_cells), UNIT_A, seed=11)
+
+
+def test_every_unit_a_row_holds_on_the_reference(reference_report):
+    failing = {r.row_id: r.observation for r in reference_report.results if not r.passed}
+    assert failing == {}
+    assert len(reference_report.results) == len(UNIT_A)
+
+
+def test_every_row_is_expected_to_catch_at_least_one_named_case():
+    caught_by_design = {row for case in CASES for row in case.expected}
+    assert [r.id for r in UNIT_A if r.id not in caught_by_design] == []
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.unit == "ch07_unit_a"], ids=lambda c: c.name)
+def test_each_case_fails_the_rows_expected_to_catch_it(reference_cells, case):
+    report = run_rows(learner_with(reference_cells, case), [ROWS[r] for r in case.expected], seed=13)
+    survived = [r.row_id for r in report.results if r.passed]
+    assert survived == [], f"{case.name} passed {survived}"
+
+
+@pytest.mark.parametrize("alternative", [c for c in ALTERNATIVES if c.unit == "ch07_unit_a"], ids=lambda c: c.name)
+def test_a_correct_alternative_passes_every_row(reference_cells, alternative):
+    report = run_rows(learner_with(reference_cells, alternative), UNIT_A, seed=17)
+    assert {r.row_id: r.observation for r in report.results if not r.passed} == {}
+
+
+def test_rows_are_judged_with_values_made_up_at_grading_time(reference_cells):
+    from lucy_runtime.checker import Harness
+
+    first, second = Harness(learner_with(reference_cells)), Harness(learner_with(reference_cells))
+    try:
+        assert first.source_id() != second.source_id() or first.text() != second.text()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_select_rows_by_topic_unit_and_id():
+    assert [r.id for r in select_rows("schema")] == ["schema-columns"]
+    assert select_rows("finish-atomic")[0].id == "finish-atomic"
+    assert {r.unit for r in select_rows("A")} == {"A"}
+    with pytest.raises(KeyError, match="try one of"):
+        select_rows("nonsense")

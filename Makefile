@@ -6,6 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BROWSER := $(VENV)/.browser
 
 .PHONY: demo test test-fast lab release check verify-grader bench clean help
 
@@ -25,17 +26,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Lucy ch07)" >/dev/null
 	touch $(STAMP)
 
+# The browser test drives Debian's chromium (Playwright cannot download a browser here).
+$(BROWSER): $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "The browser test needs Debian's chromium: sudo apt-get install -y chromium"; exit 1; fi; }
+	touch $(BROWSER)
+
 demo: $(STAMP)
 	$(BIN)/lucy demo
 
-test: $(STAMP)
+test: $(STAMP) $(BROWSER)
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not nbgrader and not slow"
+	$(BIN)/python -m pytest -m "not nbgrader and not slow and not browser"
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release
+	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 release: $(STAMP)
 	$(BIN)/lucy release

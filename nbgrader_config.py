@@ -27,8 +27,10 @@ c.CheckCellMetadata.enabled = True
 # kernel (see lucy_runtime/sealed.py): a learner cell that tampers with grade() in
 # the kernel cannot change the grade.
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, Execute, GetGrades, IgnorePattern, LimitOutput,
+    SaveAutoGrades,
 )
 
 from lucy_runtime.sealed import SealedVerdicts  # noqa: E402
@@ -37,3 +39,6 @@ c.Autograde.autograde_preprocessors = [
     Execute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
     AssignLatePenalties, CheckCellMetadata,
 ]
+
+# Feedback shows each row's verdict and hint, never the hidden part of a test cell.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

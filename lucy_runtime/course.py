@@ -58,7 +58,7 @@ def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student
                           stderr=subprocess.STDOUT, text=True, env=env) as proc:
         for line in proc.stdout:
             lines.append(line)
-            found = re.search(r"Autograding .*/submitted/([^/]+)/", line) or re.search(r"Grading student: ?(\S+)", line)
+            found = re.search(r"Sanitizing .*/submitted/([^/]+)/", line)
             if found:
                 on_student(found.group(1))
             if time.monotonic() - started > timeout:
@@ -104,6 +104,29 @@ def generate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
             nbgrader(["generate_assignment", unit, "--force", "--no-db"], cwd=root)
             made.append(root / "release" / unit / f"{unit}.ipynb")
     return made
+
+
+def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> list[str]:
+    """``nbgrader validate`` on each source (every test passes) and ``--invert`` on each release
+    (every autograded test fails). Runs in a scratch copy: the notebooks write evidence files."""
+    import tempfile
+
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="lucy-validate-") as scratch:
+        scratch_root = Path(scratch)
+        shutil.copy(root / "nbgrader_config.py", scratch_root)
+        for area in ("source", "release"):
+            shutil.copytree(root / area, scratch_root / area, ignore=shutil.ignore_patterns("*.md"))
+        for unit in units:
+            if not (scratch_root / "source" / unit).exists():
+                continue
+            passed = nbgrader(["validate", f"source/{unit}/{unit}.ipynb"], cwd=scratch_root)
+            if "Success! Your notebook passes all the tests." not in passed:
+                problems.append(f"source/{unit} does not pass its own tests:\n{passed[-1500:]}")
+            inverted = nbgrader(["validate", "--invert", f"release/{unit}/{unit}.ipynb"], cwd=scratch_root)
+            if "Success! The notebook does not pass any tests." not in inverted:
+                problems.append(f"release/{unit} passes a test although nothing is written:\n{inverted[-1500:]}")
+    return problems
 
 
 class ScratchCourse:

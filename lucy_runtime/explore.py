@@ -129,13 +129,22 @@ class Evidence:
 
 
 def _jsonable(value: Any) -> Any:
+    """Evidence as plain JSON: tables become records, enums their values, anything else its repr."""
+    from enum import Enum
+
     if hasattr(value, "to_dict") and hasattr(value, "columns"):
-        return value.to_dict(orient="records")
-    try:
-        json.dumps(value)
+        value = value.to_dict(orient="records")
+    if isinstance(value, Enum):
+        return _jsonable(value.value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
         return value
-    except TypeError:
-        return repr(value)
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+    return repr(value)
 
 
 class Explorer:

@@ -32,8 +32,16 @@ def row_cells(nb) -> dict[str, str]:
     return found
 
 
-def notebook_learner(nb, unit: str) -> SourceLearner:
+def notebook_learner(nb, unit: str, folder: str | None = None) -> SourceLearner:
+    """The learner cells of ``nb``; for Unit B, the learner's Unit A cells come first."""
     cells = []
+    if unit == "ch07_unit_b":
+        from .carry import UnitANotFound, unit_a_cells
+
+        try:
+            cells += unit_a_cells(folder)
+        except UnitANotFound:
+            pass  # every row then fails, saying which function is missing
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         if is_learner_owned(cell) or (cell.cell_type == "code" and meta.get("grade_id") == IMPORTS_CELL):
@@ -49,7 +57,8 @@ class SealedVerdicts(NbGraderPreprocessor):
         if not graded:
             return nb, resources
         unit = resources.get("unique_key") or resources.get("nbgrader", {}).get("notebook") or "notebook"
-        report = run_rows(notebook_learner(nb, unit), [ROWS[r] for r in dict.fromkeys(graded.values())],
+        folder = resources.get("metadata", {}).get("path") or None
+        report = run_rows(notebook_learner(nb, unit, folder), [ROWS[r] for r in dict.fromkeys(graded.values())],
                           timeout=self.timeout, title="sealed")
         verdicts = {r.row_id: r for r in report.results}
         for cell in nb.cells:

@@ -211,14 +211,17 @@ class _Tx:
 class FakeTransport:
     """A ``Transport`` in front of a ``FakeService``; ``attempts`` records what it was asked to send.
 
-    ``on_accepted`` runs after the service has recorded an accepted send and before the
-    answer returns to the caller; the checker uses it to stop the process right there.
+    ``before_send`` runs before the request reaches the service, and ``on_accepted``
+    after the service has recorded an accepted send and before the answer returns to
+    the caller; the checker uses them to stop the process at those two moments.
     """
 
-    def __init__(self, service: FakeService, *, on_accepted: Callable[[Receipt], None] | None = None):
+    def __init__(self, service: FakeService, *, before_send: Callable[[OutgoingReport], None] | None = None,
+                 on_accepted: Callable[[Receipt], None] | None = None):
         if not isinstance(service, FakeService):
             raise TypeError(f"service: expected a FakeService, got {type(service).__name__}")
         self._service = service
+        self._before_send = before_send
         self._on_accepted = on_accepted
         self.attempts: list[OutgoingReport] = []
 
@@ -228,6 +231,8 @@ class FakeTransport:
                 f"send() takes an OutgoingReport(report_id, session_id, body), got {type(report).__name__}"
             )
         self.attempts.append(report)
+        if self._before_send is not None:
+            self._before_send(report)
         answer, lost = self._service.receive(report)
         if isinstance(answer, Receipt) and self._on_accepted is not None:
             self._on_accepted(answer)

@@ -121,3 +121,15 @@ def test_a_whole_unit_is_checked_within_the_speed_budget_on_a_quiet_machine(refe
     # Not a timing assertion (machines are noisy): the budget lives in `make bench`.
     report = run_rows(SourceLearner(reference_cells), select_rows("A"), seed=2)
     assert report.passed and all(r.seconds >= 0 for r in report.results)
+
+
+def test_ready_fails_on_the_release_stub_and_on_a_missing_function_and_passes_once_written(reference_cells):
+    from lucy_runtime.checker import NotWrittenYet, ready
+
+    written = kernel_namespace(reference_cells)
+    ready("admit", "finish", namespace=written)
+    stub = kernel_namespace(edited(reference_cells, "admit", 'raise NotImplementedError("write this function")'))
+    with pytest.raises(NotWrittenYet, match="not written yet: admit"):
+        ready("admit", "finish", namespace=stub)
+    with pytest.raises(NotWrittenYet, match="not defined: deliver_everything"):
+        ready("admit", "deliver_everything", namespace=written)

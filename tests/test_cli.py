@@ -56,3 +56,10 @@ def test_check_on_a_blank_release_says_what_is_not_written(tmp_path):
 def test_cases_lists_every_case_and_alternative():
     done = lucy("cases")
     assert done.returncode == 0 and "noop-finish" in done.stdout and "report-by-trigger" in done.stdout
+
+
+def test_the_solutions_book_is_generated_from_the_source_solution_cells():
+    done = lucy("solutions-book")
+    assert done.returncode == 0
+    assert "### `finish`" in done.stdout and "### `deliver_one`" in done.stdout
+    assert "BEGIN SOLUTION" not in done.stdout

@@ -21,8 +21,9 @@ def entry(report, name, unit="ch07_unit_a"):
     return next(e for e in report.entries if e.name == name and e.unit == unit)
 
 
-def test_the_reference_gets_full_marks_under_real_nbgrader(verified):
-    reference = entry(verified, "reference").graded
+@pytest.mark.parametrize("unit", ["ch07_unit_a", "ch07_unit_b"])
+def test_the_reference_gets_full_marks_under_real_nbgrader(verified, unit):
+    reference = entry(verified, "reference", unit).graded
     assert reference.full_marks and reference.max_score >= 20, reference
 
 
@@ -32,9 +33,15 @@ def test_a_noop_finish_loses_marks_under_real_nbgrader(verified):
     assert {"integrated-path", "finish-durable", "finish-atomic"} <= set(noop.failing_rows)
 
 
-def test_the_blank_release_scores_zero_on_every_autograded_row(verified):
-    blank = entry(verified, "blank-release").graded
-    assert blank.score == 0 and len(blank.failing) == len(entry(verified, "reference").graded.failing or []) + len(blank.failing)
+@pytest.mark.parametrize("unit", ["ch07_unit_a", "ch07_unit_b"])
+def test_the_blank_release_scores_zero_on_every_autograded_row(verified, unit):
+    import nbformat
+
+    from lucy_runtime.course import REPO, graded_test_cells
+
+    blank = entry(verified, "blank-release", unit).graded
+    cells = graded_test_cells(nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4))
+    assert blank.score == 0 and sorted(blank.failing) == sorted(cells)
 
 
 def test_a_learner_cell_that_tampers_with_grade_still_loses_the_points(verified):
@@ -67,3 +74,13 @@ def test_verify_reports_a_case_that_survives(tmp_path):
     report = verify(cases=(harmless, by_name("noop-finish")), alternatives=(), workdir=tmp_path)
     assert not report.ok
     assert any("harmless-edit SURVIVES" in p for p in report.problems)
+
+
+def test_the_source_passes_every_test_and_the_release_fails_every_autograded_test():
+    from lucy_runtime.course import validate_release
+
+    assert validate_release() == []
+
+
+def test_each_autograded_submission_reports_its_seconds(verified):
+    assert all(e.graded.seconds > 0 for e in verified.entries)

@@ -23,8 +23,8 @@ def release_of(unit: str) -> Path:
     return REPO / "release" / unit / f"{unit}.ipynb"
 
 
-def test_there_is_at_least_unit_a():
-    assert "ch07_unit_a" in UNITS
+def test_both_units_are_there():
+    assert UNITS == ["ch07_unit_a", "ch07_unit_b"]
 
 
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
@@ -92,18 +92,19 @@ def test_hidden_tests_hold_only_a_grade_call_for_an_existing_row(notebook):
         assert row_of(grade_id) in ROWS and points > 0
 
 
-def test_every_unit_a_row_has_exactly_one_graded_cell():
-    nb = nbformat.read(str(REPO / "source/ch07_unit_a/ch07_unit_a.ipynb"), as_version=4)
+@pytest.mark.parametrize("unit, letter", [("ch07_unit_a", "A"), ("ch07_unit_b", "B")])
+def test_every_row_of_a_unit_has_exactly_one_graded_cell(unit, letter):
+    nb = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
     graded = [row_of(g) for g in graded_test_cells(nb)]
-    assert sorted(graded) == sorted(r.id for r in ROWS.values() if r.unit == "A")
+    assert sorted(graded) == sorted(r.id for r in ROWS.values() if r.unit == letter)
 
 
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
 def test_every_recorded_experiment_has_a_prediction_before_it(notebook):
     text = "\n".join(c.source for c in nbformat.read(str(notebook), as_version=4).cells)
     for block in re.findall(r'evidence\.record\("([^"]+)"', text):
-        if block.endswith("hand-off"):
-            continue  # notes, not an experiment
+        if block.endswith(("hand-off", "answer")):
+            continue  # notes and written answers, not experiments
         predicted = text.find(f'evidence.predict("{block}"')
         assert 0 <= predicted < text.find(f'evidence.record("{block}"'), block
 
@@ -119,3 +120,25 @@ def test_each_unit_has_a_written_answer_graded_by_hand(notebook):
 def test_the_notebook_draws_its_state_machines_in_mermaid(notebook):
     text = "\n".join(c.source for c in nbformat.read(str(notebook), as_version=4).cells if c.cell_type == "markdown")
     assert "```mermaid" in text
+
+
+VISIBLE = re.compile(r"^ready\(([^)]*)\)$", re.M)
+
+
+@pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
+def test_the_visible_part_of_each_test_cell_names_learner_functions(notebook):
+    nb = nbformat.read(str(notebook), as_version=4)
+    owned = {nbgrader_meta(c)["grade_id"] for n in SOURCES for c in nbformat.read(str(n), as_version=4).cells
+             if is_learner_owned(c)}
+    defined = set()
+    for n in SOURCES:
+        for c in nbformat.read(str(n), as_version=4).cells:
+            if is_learner_owned(c):
+                defined |= set(re.findall(r"^def (\w+)\(", c.source, re.M))
+    for grade_id in graded_test_cells(nb):
+        cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
+        visible = VISIBLE.findall(cell.source.split("### BEGIN HIDDEN TESTS")[0])
+        assert len(visible) == 1, grade_id
+        names = {n.strip().strip('"') for n in visible[0].split(",")}
+        assert names and names <= defined, (grade_id, names - defined)
+    assert owned

@@ -14,7 +14,7 @@ import time
 import warnings
 from typing import Iterable
 
-from .harness import Harness, KernelLearner, LearnerCode, SourceLearner
+from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
 from .rows import ROWS, TOPICS, Fail, Row
 
@@ -55,11 +55,18 @@ def _caller_namespace(depth: int = 2) -> dict:
     return sys._getframe(depth).f_globals
 
 
-def check(topic: str = "all", namespace: dict | None = None) -> CheckReport:
-    """Run the rows for ``topic`` against the functions defined in this notebook."""
+def check(topic: str = "all", namespace: dict | None = None, *, swap: dict[str, str] | None = None) -> CheckReport:
+    """Run the rows for ``topic`` against the functions defined in this notebook.
+
+    ``swap={"finish": "broken_finish"}`` runs them with one of your functions standing
+    in for another.
+    """
     rows = select_rows(topic)
-    learner = KernelLearner(namespace if namespace is not None else _caller_namespace())
-    return run_rows(learner, rows, title=f"Self-check '{topic}'")
+    learner: LearnerCode = KernelLearner(namespace if namespace is not None else _caller_namespace())
+    if swap:
+        learner = SwappedLearner(learner, swap)
+    title = f"Self-check '{topic}'" + (f" with {', '.join(f'{v} as {k}' for k, v in swap.items())}" if swap else "")
+    return run_rows(learner, rows, title=title)
 
 
 class GradeFailure(AssertionError):
@@ -90,5 +97,23 @@ def grade(row_id: str, namespace: dict | None = None) -> None:
     print(f"✔ {row_id}: {result.observation}")
 
 
-__all__ = ["CheckReport", "GradeFailure", "ROWS", "RowResult", "SourceLearner", "check", "grade", "run_rows",
+class NotWrittenYet(AssertionError):
+    """A test cell's visible part: the functions it grades are missing or still the release stub."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self), "Fill in those cells, run them, then run this cell again."]
+
+
+def ready(*names: str, namespace: dict | None = None) -> None:
+    """Fail fast unless each named function is defined and written (no longer raises NotImplementedError)."""
+    ns = namespace if namespace is not None else _caller_namespace()
+    missing = [n for n in names if not callable(ns.get(n))]
+    stubs = [n for n in names if n not in missing and "NotImplementedError" in ns[n].__code__.co_names]
+    if missing or stubs:
+        parts = ([f"not defined: {', '.join(missing)}"] if missing else []) + \
+                ([f"not written yet: {', '.join(stubs)}"] if stubs else [])
+        raise NotWrittenYet("This row grades " + ", ".join(names) + " — " + "; ".join(parts) + ".")
+
+
+__all__ = ["NotWrittenYet", "ready", "CheckReport", "GradeFailure", "ROWS", "RowResult", "SourceLearner", "check", "grade", "run_rows",
            "select_rows"]

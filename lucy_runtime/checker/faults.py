@@ -15,7 +15,9 @@ from pathlib import Path
 
 from .child import CRASH_EXIT
 
-POINT_KINDS = ("write", "commit")
+POINT_KINDS = ("write", "commit", "send", "accepted")
+"""Crash points: before each write and commit reaching the store, before a send reaches
+the remote service, and just after the service accepted it."""
 
 
 class CountPoints:

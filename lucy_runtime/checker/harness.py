@@ -13,7 +13,6 @@ import shutil
 import string
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
@@ -45,13 +44,40 @@ class SourceLearner:
 
     def __init__(self, cells: list[tuple[str, str]]):
         self.cells = list(cells)
+        self._compiled: list[tuple[Any, BaseException | None]] = []
+        for name, source in self.cells:  # compile once here; every child only executes
+            filename = f"<cell {name}>"
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            try:
+                self._compiled.append((compile(source, filename, "exec"), None))
+            except SyntaxError as error:
+                self._compiled.append((None, error))
 
     def namespace(self) -> dict:
         ns: dict[str, Any] = {"__name__": "learner"}
-        for name, source in self.cells:
-            filename = f"<cell {name}>"
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-            exec(compile(source, filename, "exec"), ns)
+        for code, error in self._compiled:
+            if error is not None:
+                raise error
+            exec(code, ns)
+        return ns
+
+
+class SwappedLearner:
+    """The learner's code with one function standing in for another (``finish`` ← ``broken_finish``).
+
+    The swap happens inside the child, in the namespace the learner's functions look
+    their names up in, so ``work_once`` really calls the stand-in.
+    """
+
+    def __init__(self, base: "LearnerCode", swaps: dict[str, str]):
+        self.base, self.swaps = base, dict(swaps)
+
+    def namespace(self) -> dict:
+        ns = self.base.namespace()
+        for target, source in self.swaps.items():
+            if not callable(ns.get(source)):
+                raise MissingFunction(f"no function named {source!r} is defined: run the cell that defines it")
+            ns[target] = ns[source]
         return ns
 
 
@@ -106,9 +132,18 @@ class Ctx:
     def service(self, script=None, *, idempotent: bool = False) -> FakeService:
         return FakeService(self.scenario.log, script=script, idempotent=idempotent)
 
-    def transport(self, script=None, *, idempotent: bool = False, crash_after_accept: bool = False) -> FakeTransport:
-        on_accepted = (lambda _receipt: os._exit(CRASH_EXIT)) if crash_after_accept else None
-        return FakeTransport(self.service(script, idempotent=idempotent), on_accepted=on_accepted)
+    def transport(self, script=None, *, idempotent: bool = False, crash_after_accept: bool = False,
+                  hook=None) -> FakeTransport:
+        """A transport to the scenario's service. ``hook`` also sees the points "send" and "accepted"."""
+        if crash_after_accept:
+            on_accepted = lambda _receipt: os._exit(CRASH_EXIT)  # noqa: E731
+        elif hook is not None:
+            on_accepted = lambda receipt: hook("accepted", f"service accepted {receipt.report_id}")  # noqa: E731
+        else:
+            on_accepted = None
+        before_send = (lambda report: hook("send", f"send {report.report_id}")) if hook is not None else None
+        return FakeTransport(self.service(script, idempotent=idempotent), before_send=before_send,
+                             on_accepted=on_accepted)
 
     @contextmanager
     def armed(self, hook) -> Iterator[None]:
@@ -155,6 +190,21 @@ class Ctx:
         if not isinstance(value, Disposition):
             raise ContractBroken(f"deliver_one returned {value!r}; it should return a Disposition")
         return value.value
+
+    def reconcile(self, transport) -> int:
+        value = self.fn("reconcile")(self.store, transport)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ContractBroken(f"reconcile returned {value!r}; it should return how many reports it confirmed")
+        return value
+
+    def requeue(self, queue: Queue, work_id) -> None:
+        self.fn("requeue")(queue, work_id)
+
+    def admit_message(self, queue: Queue, allowed: dict, chat_id: int, message_id: int, text: str) -> dict:
+        value = self.fn("admit_message")(queue, allowed, chat_id, message_id, text)
+        if not isinstance(value, Admission):
+            raise ContractBroken(f"admit_message returned {value!r}; it should return an Admission")
+        return {"outcome": value.outcome.value, "work_id": value.work_id, "reason": value.reason}
 
 
 class Scenario:

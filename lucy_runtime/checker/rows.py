@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..loop import LoopResult
 from .child import ChildResult
 from .faults import CountPoints, CrashAt, PauseForRival, wait_for_turn
-from .harness import Ctx, Harness, Scenario
+from .harness import Ctx, Harness
 from .observe import Snapshot, observe_many
 
 
@@ -113,6 +113,46 @@ def admit_and_claim(c: Ctx, source: str, session: str, text: str, worker: str) -
     if assignment is None:
         raise AssertionError("claim returned None although one request was pending")
     return assignment
+
+
+def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any, Any], Any],
+          judge: Callable[[Snapshot, str], None], *, after: Callable[[Ctx], Any] | None = None) -> list[str]:
+    """Crash ``call`` before each of its points in turn; reopen; judge what a fresh process sees.
+
+    ``setup`` prepares the scenario (committed before the call); ``call(ctx, state, hook)``
+    is the call under test, with the hook also given to any transport; ``after`` runs
+    in a new process once the crashed one is gone (a restart, a redelivery).
+    Returns the points, in order, as "kind: statement".
+    """
+    dry = h.scenario(f"{name}-points")
+
+    def count(c: Ctx):
+        state = setup(c)
+        counter = CountPoints()
+        with c.armed(counter):
+            call(c, state, counter)
+        return counter.points
+
+    points = ok(dry.run(count), f"{name} without a crash")
+    expect(any(p.startswith("write") for p in points),
+           f"{name} sent no write through queue.store, so nothing it does can be committed")
+    scenarios = []
+    for n in range(1, len(points) + 1):
+        s = h.scenario(f"{name}-crash-{n}")
+
+        def crash(c: Ctx, n: int = n):
+            state = setup(c)
+            point = CrashAt(n)
+            with c.armed(point):
+                call(c, state, point)
+
+        ok(s.run(crash), f"{name} stopped before {points[n - 1]}", expect="crashed")
+        if after is not None:
+            ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
+        scenarios.append(s)
+    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
+        judge(seen(snap), f"stopping {name} before {points[n - 1]!r}")
+    return points
 
 
 # --- schema and admission ------------------------------------------------------
@@ -526,38 +566,19 @@ def _finish_setup(h: Harness):
      hint="Mark the work done and insert its report inside ONE `with queue.store.transaction() as tx:` block.")
 def finish_atomic(h: Harness) -> str:
     source, session, text, marker, result = _finish_setup(h)
-    dry = h.scenario("finish-points")
-
-    def count(c: Ctx):
-        a = admit_and_claim(c, source, session, text, "w1")
-        counter = CountPoints()
-        with c.armed(counter):
-            c.finish(c.queue(), a["work_id"], result)
-        return counter.points
-
-    points = ok(dry.run(count), "finish without a crash")
-    expect(len(points) > 0, "finish sent no statement through queue.store, so nothing it does can be committed")
-    scenarios: list[Scenario] = []
-    for n in range(1, len(points) + 1):
-        s = h.scenario(f"finish-crash-{n}")
-
-        def crash(c: Ctx, n=n):
-            a = admit_and_claim(c, source, session, text, "w1")
-            with c.armed(CrashAt(n)):
-                c.finish(c.queue(), a["work_id"], result)
-            return "finished"
-
-        ok(s.run(crash), f"finish stopped before {points[n - 1]}", expect="crashed")
-        scenarios.append(s)
-    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
-        work = seen(snap).work_for(source)
-        state = work[0]["state"] if work else None
-        reports = snap.reports_for(work[0]["work_id"]) if work else []
-        where = f"stopping before {points[n - 1]!r}"
-        expect(not (state == "done" and not reports),
-               f"{where} left the work done with no report: a completed request whose answer is lost")
-        expect(not (state != "done" and reports), f"{where} left a report for work that is still {state!r}")
+    points = sweep(h, "finish", lambda c: admit_and_claim(c, source, session, text, "w1"),
+                   lambda c, a, hook: c.finish(c.queue(), a["work_id"], result),
+                   lambda snap, where: _judge_completion(snap, source, where))
     return f"{len(points)} crash points inside finish: every reopen showed both halves or neither"
+
+
+def _judge_completion(snap: Snapshot, source: str, where: str) -> None:
+    work = snap.work_for(source)
+    state = work[0]["state"] if work else None
+    reports = snap.reports_for(work[0]["work_id"]) if work else []
+    expect(not (state == "done" and not reports),
+           f"{where} left the work done with no report: a completed request whose answer is lost")
+    expect(not (state != "done" and reports), f"{where} left a report for work that is still {state!r}")
 
 
 @row("finish-durable", unit="A", topic="durable",
@@ -606,3 +627,423 @@ def running_crash_visible(h: Harness) -> str:
     expect(snap.model_calls == 1, f"the model was called {snap.model_calls} times: the request was run again")
     expect(not snap.reports, "a report appeared for work nobody finished")
     return "the dead worker's request stayed 'running', unreported, and was not run again"
+
+
+# --- Unit B: repair, delivery, recovery, transfer ------------------------------
+
+TOPICS.update({
+    "repair": "25–45: completion rolls back and says so",
+    "delivery": "45–60: one send, and an honest record of it",
+    "recovery": "45–60: resolving UNKNOWN with the service's own record",
+    "generation": "a second terminal generation",
+    "transfer": "60–75: chat messages as occurrences",
+    "break": "75–85: break finish on purpose",
+    "sweep": "every crash point of every call",
+})
+
+
+def _finished(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
+    q = c.queue()
+    c.admit(q, source, session, text)
+    report = c.work_once(q, c.loop(marker), "w1")
+    if report is None:
+        raise AssertionError("work_once returned None although a request was pending")
+    return report
+
+
+@row("finish-rollback", unit="B", topic="repair",
+     covers="Step 7: a failure inside finish rolls back both halves and propagates the error; without one both commit",
+     hint="Let the error leave the `with queue.store.transaction()` block: the store rolls back and re-raises. "
+          "Do not catch it inside finish.")
+def finish_rollback(h: Harness) -> str:
+    from .faults import FaultAt
+
+    source, session, text, marker, result = _finish_setup(h)
+    dry = h.scenario("rollback-points")
+
+    def count(c: Ctx):
+        a = admit_and_claim(c, source, session, text, "w1")
+        counter = CountPoints()
+        with c.armed(counter):
+            c.finish(c.queue(), a["work_id"], result)
+        return sum(1 for p in counter.points if p.startswith("write"))
+
+    writes = ok(dry.run(count), "finish without a failure")
+    expect(writes > 0, "finish wrote nothing through queue.store")
+    scenarios = []
+    for n in range(1, writes + 1):
+        s = h.scenario(f"fault-{n}")
+
+        def fault(c: Ctx, n=n):
+            a = admit_and_claim(c, source, session, text, "w1")
+            with c.armed(FaultAt(n)):
+                try:
+                    c.finish(c.queue(), a["work_id"], result)
+                except Exception as exc:
+                    return f"raised {type(exc).__name__}"
+            return "returned"
+
+        answer = ok(s.run(fault), f"finish with its write {n} failing")
+        expect(answer.startswith("raised"), f"when write {n} of finish failed, finish returned as if it had "
+               "succeeded: the caller cannot know the report was not stored")
+        scenarios.append(s)
+    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
+        work = seen(snap).work_for(source)
+        expect(work and work[0]["state"] == "running" and not snap.reports,
+               f"after write {n} of finish failed, the store shows {[w['state'] for w in work]} with "
+               f"{len(snap.reports)} reports: a failed finish must leave the work running and no report")
+    committed = seen(dry.observe())
+    work = committed.work_for(source)
+    expect(work and work[0]["state"] == "done" and len(committed.reports) == 1,
+           "without a failure, finish did not commit both the done state and the report")
+    return f"a failure at each of {writes} writes raised and left nothing; without one, both halves committed"
+
+
+@row("delivery-confirmed", unit="B", topic="delivery",
+     covers="Step 8: claim a report for delivery, send it once, and retain the confirmed disposition",
+     hint="deliver_one: in one transaction pick a 'pending' report and mark it 'sending'; send it; then record "
+          "'confirmed' with the receipt. Return Disposition.NOTHING_TO_SEND when nothing is pending.")
+def delivery_confirmed(h: Harness) -> str:
+    s = h.scenario("deliver")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
+
+    def script(c: Ctx):
+        report = _finished(c, source, session, text, marker)
+        transport = c.transport([])
+        return report, [c.deliver_one(transport), c.deliver_one(transport)]
+
+    report, answers = ok(s.run(script), "finishing a request, then delivering twice")
+    expect(answers == ["confirmed", "nothing to send"], f"two deliveries answered {answers}")
+    snap = seen(s.observe())
+    expect(len(snap.accepted) == 1, f"the service accepted {len(snap.accepted)} sends of one report")
+    sent = snap.accepted[0]
+    expect(str(sent["report_id"]) == str(report["report_id"]) and sent["session_id"] == session
+           and marker in sent["body"], "the service received something other than the stored report")
+    stored = snap.reports[0]
+    expect(stored["delivery"] == "confirmed", f"after a receipt the report is {stored['delivery']!r}")
+    if "receipt" in stored:
+        expect(stored["receipt"] == sent["remote_id"], "the stored receipt is not the service's message id")
+    return "one send, to the admitted session, recorded as confirmed; the next call had nothing to send"
+
+
+@row("delivery-refused-retry", unit="B", topic="delivery",
+     covers="A known refusal is not a send: the report stays deliverable and goes out once on a later try",
+     hint="On Refused, put the report back to 'pending' (the service said no, so nothing was sent).")
+def delivery_refused_retry(h: Harness) -> str:
+    from ..transport import Behaviour
+
+    s = h.scenario("refused")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        _finished(c, source, session, text, marker)
+        transport = c.transport([Behaviour.REFUSE])
+        return [c.deliver_one(transport), c.deliver_one(transport), c.deliver_one(transport)]
+
+    answers = ok(s.run(script), "delivering to a service that refuses once")
+    expect(answers == ["refused", "confirmed", "nothing to send"], f"three deliveries answered {answers}")
+    snap = seen(s.observe())
+    expect(len(snap.accepted) == 1 and snap.reports[0]["delivery"] == "confirmed",
+           f"{len(snap.accepted)} accepted sends; report {snap.reports[0]['delivery']!r}")
+    return "refused, then sent once and confirmed"
+
+
+@row("lost-reply-unknown", unit="B", topic="delivery",
+     covers="Fake service accepts r1 but loses its response → one externally accepted send, local UNKNOWN, "
+            "no automatic second send",
+     hint="On Uncertain, record 'unknown' and return Disposition.UNKNOWN. deliver_one picks only 'pending' "
+          "reports, so an unknown one is never sent again by itself.")
+def lost_reply_unknown(h: Harness) -> str:
+    from ..transport import Behaviour
+
+    s = h.scenario("lost-reply")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def first(c: Ctx):
+        _finished(c, source, session, text, marker)
+        return c.deliver_one(c.transport([Behaviour.LOSE_REPLY]))
+
+    answer = ok(s.run(first), "delivering while the reply is lost")
+    later = ok(s.run(lambda c: [c.deliver_one(c.transport([])) for _ in range(2)]), "delivering again later")
+    snap = seen(s.observe())
+    expect(answer == "unknown", f"a lost reply was recorded as {answer!r}, not unknown")
+    expect(len(snap.accepted) == 1, f"the service's own log shows {len(snap.accepted)} accepted sends: "
+           "the report was sent again although it may already have arrived")
+    expect(snap.reports[0]["delivery"] == "unknown", f"the report is stored as {snap.reports[0]['delivery']!r}")
+    expect(later == ["nothing to send"] * 2, f"later deliveries answered {later}")
+    return "one accepted send in the service's log, UNKNOWN locally, and no second send"
+
+
+@row("delivery-crash-after-accept", unit="B", topic="delivery",
+     covers="Crash after the remote accepted and before its reply was recorded → no second send on restart",
+     hint="Mark the report 'sending' in a committed transaction before calling the transport, and send only "
+          "'pending' reports: a restart then finds 'sending' and leaves it alone.")
+def delivery_crash_after_accept(h: Harness) -> str:
+    s = h.scenario("crash-after-accept")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def crash(c: Ctx):
+        _finished(c, source, session, text, marker)
+        c.deliver_one(c.transport([], crash_after_accept=True))
+
+    ok(s.run(crash), "the process dies after the service accepted", expect="crashed")
+    later = ok(s.run(lambda c: c.deliver_one(c.transport([]))), "a new process delivers")
+    snap = seen(s.observe())
+    expect(len(snap.accepted) == 1, f"after the restart the service has {len(snap.accepted)} accepted sends")
+    expect(snap.reports[0]["delivery"] in ("sending", "unknown"),
+           f"the report is {snap.reports[0]['delivery']!r}: nobody knows whether it arrived")
+    expect(later == "nothing to send", f"the new process answered {later!r}")
+    return "the restart found the report in flight and did not send it again"
+
+
+@row("delivery-never-confirmed-unsent", unit="B", topic="delivery",
+     covers="Delivery crash sweep: a crash at any statement never leaves 'confirmed' without an accepted send, "
+            "nor a second send",
+     hint="Record 'confirmed' only after the transport returned a Receipt, never before the send.")
+def delivery_sweep(h: Harness) -> str:
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+    points = sweep(h, "deliver_one", lambda c: _finished(c, source, session, text, marker),
+                   lambda c, _, hook: c.deliver_one(c.transport([], hook=hook)), _judge_delivery,
+                   after=lambda c: [c.deliver_one(c.transport([])) for _ in range(2)])
+    return f"{len(points)} crash points in deliver_one: never a second send, never confirmed without a send"
+
+
+def _judge_delivery(snap: Snapshot, where: str) -> None:
+    where += " and restarting"
+    for report in snap.reports:
+        sends = [a for a in snap.accepted if str(a["report_id"]) == str(report["report_id"])]
+        expect(len(sends) <= 1, f"{where} sent report {report['report_id']} {len(sends)} times")
+        expect(not (report["delivery"] == "confirmed" and not sends),
+               f"{where} left report {report['report_id']} confirmed but never sent")
+
+
+@row("reconcile-unknown", unit="B", topic="recovery",
+     covers="Recovery policy for UNKNOWN: reconcile by the report's own key against an idempotent service; "
+            "no second send",
+     hint="reconcile: for each 'unknown' (or 'sending') report, transport.lookup(report_id); a receipt means "
+          "'confirmed'. Send with idempotency_key=report_id so the key names the report, not the attempt.")
+def reconcile_unknown(h: Harness) -> str:
+    from ..transport import Behaviour
+
+    s = h.scenario("reconcile")
+    sources = [h.source_id(), h.source_id()]
+    session, text, marker = h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        q = c.queue()
+        for src in sources:
+            c.admit(q, src, session, text)
+        c.work_once(q, c.loop(marker), "w1")
+        c.work_once(q, c.loop(marker), "w1")
+        lossy = c.transport([Behaviour.LOSE_REPLY, Behaviour.REFUSE], idempotent=True)
+        first = [c.deliver_one(lossy), c.deliver_one(lossy)]
+        confirmed = c.reconcile(c.transport([], idempotent=True))
+        after = [c.deliver_one(c.transport([], idempotent=True)) for _ in range(2)]
+        return first, confirmed, after
+
+    first, confirmed, after = ok(s.run(script), "a lost reply, a refusal, then reconcile")
+    expect(first == ["unknown", "refused"], f"the two deliveries answered {first}")
+    expect(confirmed == 1, f"reconcile confirmed {confirmed} reports; the service had accepted exactly one")
+    snap = seen(s.observe())
+    expect(len(snap.accepted) == 2, f"the service accepted {len(snap.accepted)} sends for two reports")
+    expect(len({a["report_id"] for a in snap.accepted}) == 2, "one report was sent twice")
+    expect(all(r["delivery"] == "confirmed" for r in snap.reports), f"reports end as {[r['delivery'] for r in snap.reports]}")
+    expect(after[-1] == "nothing to send", f"deliveries after reconcile answered {after}")
+    for report in snap.reports:
+        sent = next(a for a in snap.accepted if str(a["report_id"]) == str(report["report_id"]))
+        if "receipt" in report:
+            expect(report["receipt"] == sent["remote_id"], "reconcile did not record the service's own receipt")
+    return "the UNKNOWN report was confirmed from the service's record; every report was sent exactly once"
+
+
+@row("idempotency-key-stable", unit="B", topic="recovery",
+     covers="A key derived from the report's identity, not a fresh key per attempt",
+     hint="Use the report's own id (or something derived only from it) as idempotency_key, on every attempt.")
+def idempotency_key_stable(h: Harness) -> str:
+    from ..transport import Behaviour
+
+    s = h.scenario("keys")
+    sources, session, text, marker = [h.source_id(), h.source_id()], h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        q = c.queue()
+        for src in sources:
+            c.admit(q, src, session, text)
+            c.work_once(q, c.loop(marker), "w1")
+        transport = c.transport([Behaviour.REFUSE, Behaviour.REFUSE], idempotent=True)
+        return [c.deliver_one(transport) for _ in range(4)]
+
+    ok(s.run(script), "delivering two reports through two refusals")
+    snap = seen(s.observe())
+    keys: dict[str, set] = {}
+    for request in snap.requests:
+        keys.setdefault(str(request["report_id"]), set()).add(request["idempotency_key"])
+    expect(keys and all(None not in k for k in keys.values()), "a send carried no idempotency key")
+    expect(all(len(k) == 1 for k in keys.values()),
+           f"one report was sent with several keys ({[sorted(k) for k in keys.values()]}): a fresh key per attempt "
+           "makes every retry look like a new message")
+    expect(len({next(iter(k)) for k in keys.values()}) == len(keys), "two different reports shared one key")
+    return "every attempt for a report carried the same key, and each report its own"
+
+
+@row("second-generation", unit="B", topic="generation",
+     covers="Second terminal generation legitimately creates r2 → both immutable reports remain attributable "
+            "to their own generation",
+     hint="requeue moves done work back to pending with generation + 1; finish stores a new report whose id "
+          "includes the generation, and never updates or replaces an earlier report.")
+def second_generation(h: Harness) -> str:
+    s = h.scenario("generation")
+    source, session, text = h.source_id(), h.session_id(), h.text()
+    first_marker, second_marker = h.token(10), h.token(10)
+
+    def script(c: Ctx):
+        q = c.queue()
+        first = _finished(c, source, session, text, first_marker)
+        c.deliver_one(c.transport([]))
+        c.requeue(q, first["work_id"])
+        second = c.work_once(q, c.loop(second_marker), "w2")
+        return first, second
+
+    first, second = ok(s.run(script), "finish, deliver, requeue, finish again")
+    expect(second is not None, "after requeue, work_once found nothing to do")
+    snap = seen(s.observe())
+    reports = snap.reports_for(first["work_id"])
+    expect(len(reports) == 2, f"the request has {len(reports)} stored reports after two generations, not 2")
+    r1 = next((r for r in reports if str(r["report_id"]) == str(first["report_id"])), None)
+    r2 = next((r for r in reports if str(r["report_id"]) == str(second["report_id"])), None)
+    expect(r1 is not None and r2 is not None and r1 is not r2, "the two generations' reports do not have two ids")
+    expect(first_marker in r1["body"] and r1["delivery"] == "confirmed",
+           "the first report was rewritten by the second generation")
+    expect(second_marker in r2["body"] and r2["delivery"] == "pending", "the second report does not carry its own answer")
+    expect(r1["generation"] != r2["generation"] and r2["generation"] > r1["generation"],
+           f"generations {r1['generation']!r} and {r2['generation']!r} do not tell the reports apart")
+    return f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation {r2['generation']}) new"
+
+
+@row("transfer-intake", unit="B", topic="transfer",
+     covers="Transfer: a second session, repeated input and rejected intake → no duplicate work, no unauthorized call",
+     hint="admit_message: refuse a chat that is not allowed before anything else; otherwise the occurrence is "
+          "chat id + message id, and the session is the one the allowed chat is bound to.")
+def transfer_intake(h: Harness) -> str:
+    s = h.scenario("transfer")
+    chat_a, chat_b, stranger = (h.rng.randint(10_000, 99_999) for _ in range(3))
+    allowed = {chat_a: h.session_id(), chat_b: h.session_id()}
+    text, marker = h.text(), h.token()
+
+    def script(c: Ctx):
+        q = c.queue()
+        answers = [
+            c.admit_message(q, allowed, chat_a, 1, text),
+            c.admit_message(q, allowed, chat_a, 1, text),  # delivered twice
+            c.admit_message(q, allowed, chat_a, 2, text),  # same words, a new message
+            c.admit_message(q, allowed, chat_b, 1, text),  # same message id in another chat
+            c.admit_message(q, allowed, stranger, 3, text),  # not allowed
+        ]
+        reports = [c.work_once(q, c.loop(marker), "w1") for _ in range(4)]
+        return answers, reports
+
+    answers, reports = ok(s.run(script), "intake from two chats and a stranger")
+    outcomes = [a["outcome"] for a in answers]
+    expect(outcomes == ["accepted", "duplicate", "accepted", "accepted", "refused"],
+           f"the five messages gave {outcomes}")
+    snap = seen(s.observe())
+    expect(len(snap.work) == 3, f"three distinct messages from allowed chats made {len(snap.work)} work rows")
+    expect(snap.model_calls == 3, f"the model was called {snap.model_calls} times for three requests")
+    sessions = sorted(w["session_id"] for w in snap.work)
+    expect(sessions == sorted([allowed[chat_a], allowed[chat_a], allowed[chat_b]]),
+           f"work was filed under sessions {sessions}, not the sessions the chats are bound to")
+    expect(all(str(stranger) not in str(w["source_id"]) for w in snap.work), "the stranger's message was stored")
+    return "one work per message from an allowed chat; the repeat was a duplicate; the stranger reached nothing"
+
+
+@row("deliberate-break-caught", unit="B", topic="break",
+     covers="Learner finish is replaced with a no-op → the integrated observer fails; supplied runtime cannot rescue",
+     hint="Write broken_finish so that it returns a plausible Report but breaks the contract (for example it "
+          "writes nothing); the rows must then fail while your real finish still passes.")
+def deliberate_break_caught(h: Harness) -> str:
+    from .harness import SwappedLearner
+
+    probes = ("integrated-path", "finish-durable", "finish-atomic")
+    broken = Harness(SwappedLearner(h.learner, {"finish": "broken_finish"}), seed=h.rng.randint(0, 1 << 30),
+                     timeout=h.timeout, workdir=h.workdir / "broken")
+    failed = []
+    for probe in probes:
+        try:
+            ROWS[probe].run(broken)
+        except Fail as failure:
+            failed.append(probe)
+            if "no function named 'broken_finish'" in failure.observation:
+                raise Fail("broken_finish is not defined: run its cell") from None
+    expect(failed, "with broken_finish in place of finish, every finish row still held: the break is not a break "
+           "the observer can see (or broken_finish is a correct finish)")
+    for probe in probes:
+        ROWS[probe].run(h)  # the real finish must still hold
+    return f"with broken_finish, {', '.join(failed)} failed; with the real finish they hold"
+
+
+@row("crash-sweep", unit="B", topic="sweep",
+     covers="Crash sweep: kill admit, claim, finish, a second generation's finish and deliver_one at every point; "
+            "nothing admitted is lost, no done work lacks its report, no issued report is rewritten, no second send",
+     hint="Each call should commit its whole change in one transaction, and deliver_one should commit 'sending' "
+          "before it calls the transport.")
+def crash_sweep(h: Harness) -> str:
+    source, session, text = h.source_id(), h.session_id(), h.text()
+    first_marker, second_marker = h.token(10), h.token(10)
+    result = LoopResult(f"brief [{second_marker}]", session, 1)
+    tried = {}
+
+    def judge_admit(snap: Snapshot, where: str) -> None:
+        rows = snap.work_for(source)
+        expect(len(rows) == 1, f"{where}, then delivering the request again, left {len(rows)} work rows, not 1")
+        expect(rows[0]["text"] == text and rows[0]["state"] == "pending", f"{where} changed the request")
+
+    tried["admit"] = len(sweep(h, "admit", lambda c: None,
+                               lambda c, _, hook: c.admit(c.queue(), source, session, text), judge_admit,
+                               after=lambda c: c.admit(c.queue(), source, session, text)))
+
+    def admitted(c: Ctx) -> None:
+        c.admit(c.queue(), source, session, text)
+
+    def judge_claim(snap: Snapshot, where: str) -> None:
+        rows = snap.work_for(source)
+        expect(len(rows) == 1 and rows[0]["state"] in ("pending", "running"),
+               f"{where} left the request {[r['state'] for r in rows]}: it must stay pending or be running")
+        expect(not snap.reports, f"{where} created a report")
+
+    tried["claim"] = len(sweep(h, "claim", admitted, lambda c, _, hook: c.claim(c.queue(), "w1"), judge_claim))
+    tried["finish"] = len(sweep(h, "finish", lambda c: admit_and_claim(c, source, session, text, "w1"),
+                                lambda c, a, hook: c.finish(c.queue(), a["work_id"], result),
+                                lambda snap, where: _judge_completion(snap, source, where)))
+
+    def second_run(c: Ctx) -> dict:
+        q = c.queue()
+        first = _finished(c, source, session, text, first_marker)
+        c.deliver_one(c.transport([]))
+        c.requeue(q, first["work_id"])
+        return c.claim(q, "w2")
+
+    def judge_generation(snap: Snapshot, where: str) -> None:
+        work = snap.work_for(source)[0]
+        reports = snap.reports_for(work["work_id"])
+        old = [r for r in reports if first_marker in r["body"]]
+        expect(len(old) == 1 and old[0]["delivery"] == "confirmed", f"{where} rewrote the first, already sent report")
+        new = [r for r in reports if r is not old[0]]
+        expect((work["state"] == "done") == (len(new) == 1) and len(new) <= 1,
+               f"{where} left the second generation {work['state']!r} with {len(new)} new reports")
+
+    tried["second finish"] = len(sweep(h, "second-finish", second_run,
+                                       lambda c, a, hook: c.finish(c.queue(), a["work_id"], result), judge_generation))
+    tried["deliver_one"] = len(sweep(h, "deliver", lambda c: _finished(c, source, session, text, first_marker),
+                                     lambda c, _, hook: c.deliver_one(c.transport([], hook=hook)), _judge_delivery,
+                                     after=lambda c: [c.deliver_one(c.transport([])) for _ in range(2)]))
+    total = sum(tried.values())
+    return f"{total} crash points tried ({', '.join(f'{k} {v}' for k, v in tried.items())}); every invariant held"
+
+
+@row("model-based", unit="B", topic="sweep",
+     covers="Model-based check: random sequences of admit, work, deliver and crashes agree with a plain model",
+     hint="Read the failing sequence from the bottom up: the last step is where your queue and the model disagree.")
+def model_based(h: Harness) -> str:
+    from .model_based import run_model_check
+
+    return run_model_check(h)

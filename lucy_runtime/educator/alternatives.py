@@ -88,4 +88,8 @@ ALTERNATIVES: tuple[Case, ...] = (
              "    attempts   INTEGER NOT NULL DEFAULT 0\n);\n"
              "CREATE INDEX IF NOT EXISTS work_by_state ON work (state, session_id);"),
     ), "Extra columns and an index the observer does not read.", (), ""),
+    Case("delivery-marks-unknown-first", "ch07_unit_b", (
+        Edit("deliver_one", "tx.execute(\"UPDATE report SET delivery = 'sending' WHERE report_id = ?\", (row[\"report_id\"],))",
+             "tx.execute(\"UPDATE report SET delivery = 'unknown' WHERE report_id = ?\", (row[\"report_id\"],))"),
+    ), "Marks a report 'unknown' before sending (pessimistic), then confirms on a receipt.", (), ""),
 )

@@ -243,6 +243,125 @@ CASES: tuple[Case, ...] = (
         ["integrated-path", "finish-durable", "finish-atomic"],
         "Learner code runs in the kernel, so a kernel can be fooled; the verdict is recomputed outside it.",
     ),
+    _case(
+        "finish-rewrites-first-report", "ch07_unit_b",
+        [Edit("finish", "report_id=f\"r-{work_id}-{row['generation']}\",", "report_id=f\"r-{work_id}\","),
+         Edit("finish", "\"INSERT INTO report (report_id,", "\"INSERT OR REPLACE INTO report (report_id,")],
+        "A second generation replaces the first report under the same id (Unit A's finish, caught in Unit B).",
+        ["second-generation"],
+        "An issued report is history: a new generation gets a new report, and the old one stays as it was.",
+    ),
+    _case(
+        "requeue-keeps-generation", "ch07_unit_b",
+        [Edit("requeue", "generation = generation + 1 ", "generation = generation ")],
+        "Runs the work again under the same generation, so the second report collides with the first.",
+        ["second-generation"],
+        "The generation is what lets two answers to one request be told apart.",
+    ),
+    _case(
+        "finish-swallows-db-error", "ch07_unit_b",
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
+              "    import sqlite3\n    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+         Edit("finish", "    return report\n",
+              "    except sqlite3.Error:\n        report = Report(f\"r-{work_id}-1\", work_id, 1, \"\", result.text)\n"
+              "    return report\n")],
+        "Rolls back on a database error but then reports success, so the caller believes the report is stored.",
+        ["finish-rollback"],
+        "Rolling back is half the repair; the error must also reach the caller.",
+    ),
+    _case(
+        "delivery-confirms-before-send", "ch07_unit_b",
+        [Edit("deliver_one", "tx.execute(\"UPDATE report SET delivery = 'sending' WHERE report_id = ?\", (row[\"report_id\"],))",
+              "tx.execute(\"UPDATE report SET delivery = 'confirmed' WHERE report_id = ?\", (row[\"report_id\"],))")],
+        "Marks the report confirmed before the transport is called: a crash before the send loses the report "
+        "while it looks delivered.",
+        ["delivery-never-confirmed-unsent"],
+        "Record what you know when you know it: 'confirmed' needs a receipt.",
+    ),
+    _case(
+        "delivery-forgets-receipt", "ch07_unit_b",
+        [Edit("deliver_one", "\"UPDATE report SET delivery = 'confirmed', receipt = ? WHERE report_id = ?\"",
+              "\"UPDATE report SET receipt = ? WHERE report_id = ?\"")],
+        "Answers CONFIRMED but leaves the stored report 'sending': the outbox never learns it was delivered.",
+        ["delivery-confirmed"],
+        "The disposition you return and the one you store must be the same fact.",
+    ),
+    _case(
+        "refusal-stored-as-unknown", "ch07_unit_b",
+        [Edit("deliver_one", "            tx.execute(\"UPDATE report SET delivery = 'pending' WHERE report_id = ?\", (row[\"report_id\"],))\n"
+              "            return Disposition.REFUSED",
+              "            tx.execute(\"UPDATE report SET delivery = 'unknown' WHERE report_id = ?\", (row[\"report_id\"],))\n"
+              "            return Disposition.REFUSED")],
+        "Files a known refusal as UNKNOWN, so a report that was certainly not sent is never sent.",
+        ["delivery-refused-retry"],
+        "Refused is knowledge, not uncertainty: nothing was sent, so sending again is safe.",
+    ),
+    _case(
+        "delivery-resends-unknown", "ch07_unit_b",
+        [Edit("deliver_one", "WHERE delivery = 'pending' ORDER BY rowid LIMIT 1",
+              "WHERE delivery IN ('pending', 'unknown', 'sending') ORDER BY rowid LIMIT 1")],
+        "Treats UNKNOWN (and in-flight) reports as sendable, so a lost reply becomes a second send.",
+        ["lost-reply-unknown", "delivery-crash-after-accept"],
+        "UNKNOWN is not permission to resend: the first send may have arrived.",
+    ),
+    _case(
+        "fresh-idempotency-key", "ch07_unit_b",
+        [Edit("deliver_one", "idempotency_key=row[\"report_id\"]", "idempotency_key=__import__(\"uuid\").uuid4().hex")],
+        "Makes a new idempotency key for every attempt, so the service sees each retry as a new message.",
+        ["idempotency-key-stable", "reconcile-unknown"],
+        "A key names the message, not the attempt.",
+    ),
+    _case(
+        "reconcile-by-resending", "ch07_unit_b",
+        [Edit("reconcile", None,
+              "with store.transaction() as tx:\n"
+              "    tx.execute(\"UPDATE report SET delivery = 'pending' WHERE delivery IN ('unknown', 'sending')\")\n"
+              "return 0")],
+        "'Reconciles' by putting every UNKNOWN back to pending: the resend policy under another name.",
+        ["reconcile-unknown"],
+        "Only the service's own record can settle an UNKNOWN.",
+    ),
+    _case(
+        "message-identity-without-chat", "ch07_unit_b",
+        [Edit("admit_message", "f\"tg:{chat_id}:{message_id}\"", "f\"tg:{message_id}\"")],
+        "Identifies a message by its message id alone; message ids restart in every chat.",
+        ["transfer-intake"],
+        "An occurrence identity must be unique across every source that feeds the queue.",
+    ),
+    _case(
+        "message-not-authenticated", "ch07_unit_b",
+        [Edit("admit_message", "    session_id = allowed_chats.get(chat_id)\n",
+              "    session_id = allowed_chats.get(chat_id, f\"chat-{chat_id}\")\n")],
+        "Admits any chat, inventing a session for strangers: deduplication without authentication.",
+        ["transfer-intake"],
+        "Knowing a message is new says nothing about whether its sender may use Lucy.",
+    ),
+    _case(
+        "split-finish-under-sweep", "ch07_unit_b",
+        [Edit("finish",
+              '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n',
+              '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'
+              '    with queue.store.transaction() as tx:\n')],
+        "Unit A's finish in two transactions, as Unit B's sweep and model see it.",
+        ["crash-sweep", "model-based"],
+        "The sweep finds the gap without being told where it is: it tries every statement.",
+    ),
+    _case(
+        "limits-ignored-under-model", "ch07_unit_b",
+        [Edit("refusal", None, "return None")],
+        "Unit A's refusal never refuses; the model-based check finds a short sequence that shows it.",
+        ["model-based"],
+        "A plain model of the rules, played at random, finds cases nobody thought to write down.",
+    ),
+    _case(
+        "break-that-is-no-break", "ch07_unit_b",
+        [Edit("broken_finish", "def broken_finish(queue, work_id, result):\n",
+              "_real_finish = finish\n\n\ndef broken_finish(queue, work_id, result):\n"),
+         Edit("broken_finish", None, "return _real_finish(queue, work_id, result)")],
+        "The 'broken' finish is the real one, so the deliberate break proves nothing.",
+        ["deliberate-break-caught"],
+        "A test you have never seen fail has not shown it can.",
+    ),
 )
 
 

@@ -12,11 +12,11 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..course import REPO, GradedSubmission, ScratchCourse, row_of, graded_test_cells
+from ..course import REPO, GradedSubmission, ScratchCourse, row_of
 from ..notebook import is_learner_owned, nbgrader_meta
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
@@ -36,6 +36,14 @@ def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
 
 def filled(release_nb, source_nb, case: Case | None = None):
     """The release as a learner who wrote the reference would hand it in, with ``case`` applied."""
+    nb, touched = _filled(release_nb, source_nb, case)
+    missing = edited_cells(case) - touched
+    if missing:
+        raise KeyError(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
+    return nb
+
+
+def _filled(release_nb, source_nb, case: Case | None):
     import copy
 
     reference = {nbgrader_meta(c).get("grade_id"): c.source for c in source_nb.cells if is_learner_owned(c)}
@@ -46,10 +54,11 @@ def filled(release_nb, source_nb, case: Case | None = None):
         if is_learner_owned(cell) and grade_id in reference:
             cell.source = strip_markers(apply_edits(case, grade_id, reference[grade_id]))
             touched.add(grade_id)
-    missing = {e.cell for e in (case.edits if case else ())} - touched
-    if missing:
-        raise KeyError(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
-    return nb
+    return nb, touched
+
+
+def edited_cells(case: Case | None) -> set[str]:
+    return {e.cell for e in (case.edits if case else ())}
 
 
 @dataclass
@@ -133,42 +142,78 @@ def judge(entries: list[Entry]) -> list[str]:
 
 
 def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = ALTERNATIVES,
-           workdir: Path | None = None, progress: Callable[[str], None] | None = None) -> VerifyReport:
+           workdir: Path | None = None, progress: Callable[[str], None] | None = None,
+           workers: int = 2) -> VerifyReport:
+    """Autograde every submission through nbgrader, ``workers`` scratch courses at a time."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
-    course = ScratchCourse(root / "course", repo=REPO)
+    with ThreadPoolExecutor(workers) as pool:
+        courses = list(pool.map(lambda i: ScratchCourse(root / f"course-{i}", repo=REPO), range(workers)))
+    by_name = {c.name: c for c in (*cases, *alternatives)}
     entries: list[Entry] = []
-    for unit in course.units:
-        source, release = course.source(unit), course.release(unit)
+    lock = threading.Lock()
+    for unit in courses[0].units:
         unit_entries = [Entry("reference", "reference", unit), Entry("blank-release", "blank", unit)]
         unit_entries += [Entry(c.name, "alternative", unit) for c in alternatives if c.unit == unit]
         unit_entries += [Entry(c.name, "case", unit, c.expected) for c in cases if c.unit == unit]
-        by_name = {c.name: c for c in (*cases, *alternatives)}
-        students = {}
-        for entry in unit_entries:
-            nb = release if entry.kind == "blank" else filled(release, source, by_name.get(entry.name))
+        placed: list[dict[str, Entry]] = [{} for _ in courses]
+        for index, entry in enumerate(unit_entries):
+            course = courses[index % workers]
             student = entry.name.replace("-", "_")
-            students[student] = entry
-            course.submit(student, unit, nb)
-        done, began, current = [0], {}, [None]
+            placed[index % workers][student] = entry
+            _submit(course, unit, student, entry, by_name.get(entry.name))
+        done = [0]
 
-        def tick(student: str) -> None:
-            now = time.monotonic()
+        def grade_in(i: int) -> None:
+            course, students = courses[i], placed[i]
+            if not students:
+                return
+            began: dict[str, float] = {}
+            current: list[str | None] = [None]
+
+            def tick(student: str) -> None:
+                now = time.monotonic()
+                with lock:
+                    if current[0] is not None:
+                        began[current[0]] = now - began[current[0]]
+                    current[0], began[student] = student, now
+                    done[0] += 1
+                    if progress and student in students:
+                        total = len(unit_entries)
+                        progress(f"[{'#' * done[0]}{'.' * (total - done[0])}] {done[0]}/{total} {unit}: "
+                                 f"{students[student].name}")
+
+            course.autograde(unit, on_student=tick)
             if current[0] is not None:
-                began[current[0]] = now - began[current[0]]
-            current[0], began[student] = student, now
-            done[0] += 1
-            if progress:
-                bar = "#" * done[0] + "." * (len(students) - done[0])
-                progress(f"[{bar}] {done[0]}/{len(students)} {unit}: {students.get(student, student).name if student in students else student}")
+                began[current[0]] = time.monotonic() - began[current[0]]
+            for student, entry in students.items():
+                entry.graded = course.graded(unit, student, name=entry.name, seconds=round(began.get(student, 0.0), 1))
 
-        course.autograde(unit, on_student=tick)
-        if current[0] is not None:
-            began[current[0]] = time.monotonic() - began[current[0]]
-        for student, entry in students.items():
-            entry.graded = course.graded(unit, student, name=entry.name, seconds=round(began.get(student, 0.0), 1))
+        with ThreadPoolExecutor(workers) as graders:
+            list(graders.map(grade_in, range(workers)))
         entries += unit_entries
     return VerifyReport(entries, judge(entries), round(time.monotonic() - started, 1))
+
+
+def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:
+    """Hand in ``unit`` for ``student`` as the entry says; Unit B comes with the learner's Unit A."""
+    if unit == "ch07_unit_b":
+        # Unit B runs the learner's own Unit A: hand in a Unit A as this learner wrote it.
+        a_release, a_source = course.release("ch07_unit_a"), course.source("ch07_unit_a")
+        course.submit(student, "ch07_unit_a", a_release if entry.kind == "blank" else _filled(a_release, a_source, case)[0])
+    release, source = course.release(unit), course.source(unit)
+    if entry.kind == "blank":
+        course.submit(student, unit, release)
+        return
+    nb, touched = _filled(release, source, case)
+    other = _filled(course.release("ch07_unit_a"), course.source("ch07_unit_a"), case)[1] if unit == "ch07_unit_b" else set()
+    missing = edited_cells(case) - touched - other
+    if missing:
+        raise KeyError(f"case {entry.name!r} edits cells no notebook has: {sorted(missing)}")
+    course.submit(student, unit, nb)
 
 
 def main_progress(line: str) -> None:

@@ -1,0 +1,65 @@
+"""Unit B continues from the learner's own Unit A: find that notebook and load its cells.
+
+Unit B never ships a second copy of ``admit``, ``claim`` or ``finish``. It runs the ones
+the learner wrote in Unit A, read from the Unit A notebook next to it, so a repair made
+in Unit A shows up in Unit B on the next run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .notebook import learner_cells
+
+UNIT_A = "ch07_unit_a"
+
+
+class UnitANotFound(FileNotFoundError):
+    def __init__(self, looked: list[Path]):
+        self.looked = looked
+        super().__init__("Unit B builds on your Unit A notebook, and it was not found. Looked for:\n"
+                         + "\n".join(f"  {p}" for p in looked))
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self), "Put your ch07_unit_a folder next to this ch07_unit_b folder, then run this cell again."]
+
+
+def candidates(folder: str | os.PathLike) -> list[Path]:
+    """Where Unit A may be, seen from the folder Unit B runs in."""
+    folder = Path(folder).resolve()
+    found = [folder.parent / UNIT_A / f"{UNIT_A}.ipynb"]
+    parts = folder.parts
+    # nbgrader: <course>/autograded/<student>/ch07_unit_b -> <course>/submitted/<student>/ch07_unit_a
+    if len(parts) >= 3 and parts[-3] in ("autograded", "submitted", "feedback"):
+        course, student = folder.parents[2], parts[-2]
+        for area in ("autograded", "submitted"):
+            found.append(course / area / student / UNIT_A / f"{UNIT_A}.ipynb")
+    return found
+
+
+def find_unit_a(folder: str | os.PathLike | None = None) -> Path:
+    looked = candidates(folder or os.getcwd())
+    for path in looked:
+        if path.exists():
+            return path
+    raise UnitANotFound(looked)
+
+
+def unit_a_cells(folder: str | os.PathLike | None = None) -> list[tuple[str, str]]:
+    return [(f"{c.unit}:{c.grade_id}", c.source) for c in learner_cells(find_unit_a(folder))]
+
+
+def load_unit_a(namespace: dict, folder: str | os.PathLike | None = None) -> list[str]:
+    """Run the learner cells of Unit A in ``namespace``; return the names they defined."""
+    import linecache
+
+    before = set(namespace)
+    path = find_unit_a(folder)
+    for cell in learner_cells(path):
+        filename = f"<{cell.unit}:{cell.grade_id}>"
+        linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
+        exec(compile(cell.source, filename, "exec"), namespace)
+    defined = sorted(n for n in set(namespace) - before if not n.startswith("_") and callable(namespace[n]))
+    print(f"Loaded your Unit A from {path}: {', '.join(defined) or '(nothing new)'}")
+    return defined

@@ -1,0 +1,236 @@
+"""A Hypothesis rule-based state machine: the learner's queue against a plain model.
+
+Each step runs the learner's code in a new child process on the same files, so only
+what was committed carries over from step to step. After every step the child reads
+the files back, and the machine compares them with the model. When they disagree,
+Hypothesis shrinks the sequence and the row reports the shortest one it found.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from .faults import CrashAt
+from .harness import Ctx, Harness
+from .observe import snapshot
+from .rows import Fail, ok
+
+CAPACITY, PER_SESSION = 2, 1
+EXAMPLES, STEPS = 20, 8
+SHRINK_LIMIT = 40
+"""Successful shrinks at most: enough for a short sequence."""
+SHRINK_SECONDS = 6
+"""Seconds of shrinking at most, so a failing learner hears back quickly."""
+
+
+class Disagreement(AssertionError):
+    pass
+
+
+class _bounded_shrinking:
+    """Cap Hypothesis's shrinking for one run (its limit is an internal constant)."""
+
+    def __enter__(self):
+        try:
+            from hypothesis.internal.conjecture import engine
+        except ImportError:  # pragma: no cover - a future Hypothesis may move it
+            self.engine = None
+            return self
+        self.engine = engine
+        self.saved = {name: getattr(engine, name) for name in ("MAX_SHRINKS", "MAX_SHRINKING_SECONDS")
+                      if hasattr(engine, name)}
+        limits = {"MAX_SHRINKS": SHRINK_LIMIT, "MAX_SHRINKING_SECONDS": SHRINK_SECONDS}
+        for name in self.saved:
+            setattr(engine, name, limits[name])
+        return self
+
+    def __exit__(self, *exc):
+        if self.engine is not None:
+            for name, value in self.saved.items():
+                setattr(self.engine, name, value)
+
+
+def run_model_check(h: Harness) -> str:
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import strategies as st
+    from hypothesis.reporting import with_reporter
+    from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+
+    from ..transport import Behaviour
+
+    sources = [h.source_id() for _ in range(5)]
+    sessions = [h.session_id() for _ in range(2)]
+    texts = [h.text(), h.text()]
+    marker = h.token(10)
+    stats = {"examples": 0, "steps": 0}
+
+    class QueueMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            stats["examples"] += 1
+            self.scenario = h.scenario("model")
+            self.work: dict[str, dict] = {}  # source -> {session, text, state}
+            self.reports = 0
+            self.sent = 0
+            self.calls = 0
+
+        # -- running a step --------------------------------------------------
+        def step(self, what: str, script) -> Any:
+            stats["steps"] += 1
+            target = self.scenario.target()
+
+            def child(c: Ctx):
+                return script(c), snapshot(target["db"], target["log"], target["calls"])
+
+            try:
+                value, seen_now = ok(self.scenario.run(child), what)
+            except Fail as failure:
+                raise Disagreement(failure.observation) from None
+            self.compare(seen_now, what)
+            return value, seen_now
+
+        def compare(self, seen_now: dict, what: str) -> None:
+            if seen_now["problems"]:
+                raise Disagreement(f"after {what}: {'; '.join(seen_now['problems'])}")
+            stored = {w["source_id"]: w for w in seen_now["work"]}
+            if set(stored) != set(self.work):
+                raise Disagreement(f"after {what}: the store holds requests {sorted(stored)}, "
+                                   f"the model {sorted(self.work)}")
+            for source, expected in self.work.items():
+                got = stored[source]
+                if (got["session_id"], got["text"]) != (expected["session"], expected["text"]):
+                    raise Disagreement(f"after {what}: request {source} changed its session or text")
+                if got["state"] != expected["state"]:
+                    raise Disagreement(f"after {what}: request {source} is {got['state']!r}, "
+                                       f"the model says {expected['state']!r}")
+            if len(seen_now["reports"]) != self.reports:
+                raise Disagreement(f"after {what}: {len(seen_now['reports'])} reports stored, the model has {self.reports}")
+            if len(seen_now["accepted"]) != self.sent:
+                raise Disagreement(f"after {what}: the service accepted {len(seen_now['accepted'])} sends, "
+                                   f"the model expects {self.sent}")
+            if seen_now["model_calls"] != self.calls:
+                raise Disagreement(f"after {what}: the model was called {seen_now['model_calls']} times, "
+                                   f"expected {self.calls}")
+
+        def unfinished(self, session: str | None = None) -> int:
+            return sum(1 for w in self.work.values()
+                       if w["state"] != "done" and (session is None or w["session"] == session))
+
+        # -- rules -----------------------------------------------------------
+        @rule(source=st.sampled_from(sources), session=st.sampled_from(sessions), text=st.sampled_from(texts))
+        def admit(self, source: str, session: str, text: str) -> None:
+            what = f"admit({source!r}, {session!r}, text #{texts.index(text) + 1})"
+            known = self.work.get(source)
+            if known is not None:
+                expected = "duplicate" if (known["session"], known["text"]) == (session, text) else "conflict"
+            elif self.unfinished() >= CAPACITY or self.unfinished(session) >= PER_SESSION:
+                expected = "refused"
+            else:
+                expected = "accepted"
+                self.work[source] = {"session": session, "text": text, "state": "pending"}
+            answer, _ = self.step(what, lambda c: c.admit(c.queue(CAPACITY, PER_SESSION), source, session, text))
+            if answer["outcome"] != expected:
+                raise Disagreement(f"{what} answered {answer['outcome']!r}; the model expects {expected!r}")
+
+        @rule()
+        def work_once(self) -> None:
+            pending = [s for s, w in self.work.items() if w["state"] == "pending"]
+            if pending:
+                self.calls += 1
+                self.reports += 1
+            before = {s: w["state"] for s, w in self.work.items()}
+            # Which pending request the learner picks is theirs to choose: read it back from the store.
+            target = self.scenario.target()
+
+            def child(c: Ctx):
+                report = c.work_once(c.queue(CAPACITY, PER_SESSION), c.loop(marker), "w1")
+                return report, snapshot(target["db"], target["log"], target["calls"])
+
+            stats["steps"] += 1
+            try:
+                report, seen_now = ok(self.scenario.run(child), "work_once()")
+            except Fail as failure:
+                raise Disagreement(failure.observation) from None
+            done_now = [w["source_id"] for w in seen_now["work"] if w["state"] == "done" and before.get(w["source_id"]) == "pending"]
+            if pending and (report is None or len(done_now) != 1):
+                raise Disagreement(f"work_once() with {len(pending)} pending finished {len(done_now)} requests")
+            if not pending and report is not None:
+                raise Disagreement("work_once() on a queue with nothing pending returned a report")
+            for source in done_now:
+                self.work[source]["state"] = "done"
+            self.compare(seen_now, "work_once()")
+
+        @precondition(lambda self: any(w["state"] == "pending" for w in self.work.values()))
+        @rule(point=st.integers(min_value=1, max_value=4))
+        def crash_in_finish(self, point: int) -> None:
+            what = f"claim, then finish stopped before its point {point}"
+
+            def crash(c: Ctx):
+                q = c.queue(CAPACITY, PER_SESSION)
+                a = c.claim(q, "w1")
+                with c.armed(CrashAt(point)):
+                    c.finish(q, a["work_id"], c.loop(marker).run(a["session_id"], a["text"]))
+                return a["source_id"]
+
+            stats["steps"] += 1
+            result = self.scenario.run(crash)
+            self.calls += 1
+            if result.status not in ("crashed", "returned"):
+                try:
+                    ok(result, what)
+                except Fail as failure:
+                    raise Disagreement(failure.observation) from None
+            target = self.scenario.target()
+            seen_now = ok(self.scenario.run(lambda c: snapshot(target["db"], target["log"], target["calls"])), "reading")
+            stored = {w["source_id"]: w["state"] for w in seen_now["work"]}
+            moved = [s for s, w in self.work.items() if w["state"] == "pending" and stored.get(s) != "pending"]
+            if len(moved) != 1:
+                raise Disagreement(f"{what}: {len(moved)} requests left 'pending'")
+            state = stored[moved[0]]
+            self.work[moved[0]]["state"] = state  # running (crash before commit) or done (after)
+            if state == "done":
+                self.reports += 1
+            self.compare(seen_now, what)
+
+        @precondition(lambda self: self.reports > 0)
+        @rule(behaviour=st.sampled_from([Behaviour.ACCEPT, Behaviour.REFUSE, Behaviour.LOSE_REPLY]))
+        def deliver(self, behaviour: Behaviour) -> None:
+            what = f"deliver_one() with the service set to {behaviour.value}"
+            target = self.scenario.target()
+            pending_before = None
+
+            def child(c: Ctx):
+                before = snapshot(target["db"], target["log"], target["calls"])
+                answer = c.deliver_one(c.transport([behaviour]))
+                return before, answer
+
+            stats["steps"] += 1
+            try:
+                before, answer = ok(self.scenario.run(child), what)
+            except Fail as failure:
+                raise Disagreement(failure.observation) from None
+            pending_before = [r for r in before["reports"] if r["delivery"] == "pending"]
+            expected = "nothing to send" if not pending_before else {
+                Behaviour.ACCEPT: "confirmed", Behaviour.REFUSE: "refused", Behaviour.LOSE_REPLY: "unknown"}[behaviour]
+            if pending_before and behaviour is not Behaviour.REFUSE:
+                self.sent += 1
+            if answer != expected:
+                raise Disagreement(f"{what} answered {answer!r}; the model expects {expected!r}")
+            seen_now = ok(self.scenario.run(lambda c: snapshot(target["db"], target["log"], target["calls"])), "reading")
+            self.compare(seen_now, what)
+
+    report = io.StringIO()
+    config = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True,
+                      database=None, phases=[Phase.generate, Phase.shrink], print_blob=False,
+                      report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+    try:
+        with with_reporter(lambda text: report.write(str(text) + "\n")), _bounded_shrinking():
+            run_state_machine_as_test(QueueMachine, settings=config)
+    except Disagreement as disagreement:
+        text = "\n".join([report.getvalue(), *getattr(disagreement, "__notes__", [])])
+        steps = [line.strip() for line in text.splitlines() if line.strip().startswith("state.")]
+        sequence = "; ".join(s.removeprefix("state.") for s in steps if "teardown" not in s)
+        raise Fail(f"{disagreement} — shortest failing sequence found: {sequence or '(not reported)'}") from None
+    return (f"{stats['examples']} random sequences ({stats['steps']} steps) of admit, work, crashes and delivery "
+            "agreed with the model")

@@ -1,0 +1,266 @@
+"""``lucy checkpoint ch07``: is this learner's chapter-7 code ready for Telegram and the clock?
+
+1. The learner's completed Unit A and B notebooks run top to bottom.
+2. Every acceptance row holds on the learner-owned cells taken from them.
+3. The Telegram adapter (against a fake Bot API on 127.0.0.1) and the clock producer
+   run end to end through the learner's own ``admit``, ``work_once`` and ``deliver_one``.
+
+Learner code runs only in forked children, exactly as in the checker.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+
+from .checker import SourceLearner, run_rows
+from .checker.harness import Ctx, Harness
+from .checker.results import CheckReport, RowResult
+from .checker.rows import ROWS, Fail, ok, seen
+from .notebook import UNITS, find_notebooks, learner_implementation
+
+CHECKPOINT_ROWS: dict[str, tuple[str, str, object]] = {}
+
+
+def checkpoint_row(row_id: str, covers: str, hint: str):
+    def register(fn):
+        CHECKPOINT_ROWS[row_id] = (covers, hint, fn)
+        return fn
+
+    return register
+
+
+def _store_rows(db: Path, sql: str) -> list[tuple]:
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute(sql).fetchall()
+
+
+class _CrashAtCursor:
+    """Stops the process just before the n-th write to a runtime cursor table."""
+
+    def __init__(self, table: str, n: int = 1):
+        self.table, self.n, self.seen = table, n, 0
+
+    def __call__(self, kind: str, sql: str) -> None:
+        if kind == "write" and self.table in sql and "INSERT INTO lucy_" in sql and "skipped" not in sql \
+                and "missed" not in sql:
+            self.seen += 1
+            if self.seen == self.n:
+                from .checker.child import CRASH_EXIT
+
+                os._exit(CRASH_EXIT)
+
+
+@checkpoint_row("telegram-intake",
+                "Telegram intake calls your admit: allowed chats only, one work item per message, a crash between "
+                "the admission commit and the cursor advance gives redelivery and a duplicate, bad updates skipped",
+                "admit must answer DUPLICATE for a source_id it already stored (Telegram redelivers), and must "
+                "write through queue.store.")
+def telegram_intake(h: Harness) -> str:
+    from .telegram import BotApi, TelegramIntake
+    from .telegram_fake import FakeTelegram
+
+    chat_a, chat_b, stranger = 4411, 9020, 6666
+    allowed = {chat_a: "chat-4411", chat_b: "chat-9020"}
+    with FakeTelegram(known_chats={chat_a, chat_b}) as api:
+        api.message(chat_a, 1, "brief ACME 5 days")
+        api.message(chat_a, 2, "brief HOOLI")
+        api.message(stranger, 1, "brief ACME, let me in")
+        api.raw({"message": {"message_id": 3, "chat": {"id": "not a number"}, "text": "brief ACME"}})
+        api.raw({"edited_message": {"message_id": 1, "chat": {"id": chat_a}, "text": "brief GLOBEX"}})
+        api.message(chat_a, 4, "x" * 5000)
+        api.message(chat_b, 1, "brief ACME 5 days")
+        s = h.scenario("telegram")
+
+        def intake(c: Ctx) -> TelegramIntake:
+            queue = c.queue()
+            return TelegramIntake(BotApi(api.base_url, api.token), c.store, partial(c.fn("admit"), queue), allowed)
+
+        def crash(c: Ctx):
+            poller = intake(c)
+            c.store.set_hook(_CrashAtCursor("lucy_telegram_cursor"))
+            poller.poll_once()
+
+        ok(s.run(crash), "intake stopped between admitting the first message and moving the cursor", expect="crashed")
+        result = ok(s.run(lambda c: [(src, a.outcome.value) for src, a in intake(c).poll_once().admitted]),
+                    "intake after the restart")
+        expect_outcomes = [("tg:4411:1", "duplicate"), ("tg:4411:2", "accepted"), ("tg:9020:1", "accepted")]
+        if result != expect_outcomes:
+            raise Fail(f"after the restart, intake admitted {result}; expected {expect_outcomes}")
+        snap = seen(s.observe())
+        sources = sorted(w["source_id"] for w in snap.work)
+        if sources != ["tg:4411:1", "tg:4411:2", "tg:9020:1"]:
+            raise Fail(f"the store holds work for {sources}")
+        if any("6666" in w["source_id"] for w in snap.work) or snap.model_calls:
+            raise Fail("the stranger's message reached the queue or the model")
+        reasons = [r for (r,) in _store_rows(s.db, "SELECT reason FROM lucy_telegram_skipped ORDER BY seq")]
+        if len(reasons) != 4:
+            raise Fail(f"expected 4 skipped updates with reasons, found {reasons}")
+        later = ok(s.run(lambda c: len(intake(c).poll_once().admitted)), "polling once more")
+        if later or api.pending_updates:
+            raise Fail("the cursor stalled: Telegram still delivers updates that were already handled")
+    return "3 messages admitted once each (the redelivered one as a duplicate); stranger, malformed, edited and " \
+           "oversized updates skipped with reasons"
+
+
+@checkpoint_row("telegram-delivery",
+                "Reports go out with sendMessage to the right chat; a lost reply is UNKNOWN and is not sent again",
+                "deliver_one must record UNKNOWN for an Uncertain outcome and never pick an unknown report again.")
+def telegram_delivery(h: Harness) -> str:
+    from .telegram import BotApi, TelegramTransport
+    from .telegram_fake import FakeTelegram
+
+    marker = h.token(10)
+    with FakeTelegram(known_chats={4411, 9020}) as api:
+        s = h.scenario("telegram-send")
+        api.drop_next_replies(1)
+
+        def script(c: Ctx):
+            q = c.queue()
+            for source, session in (("tg:4411:1", "chat-4411"), ("tg:9020:1", "chat-9020")):
+                c.admit(q, source, session, "brief ACME 5 days")
+                c.work_once(q, c.loop(marker), "w1")
+            transport = TelegramTransport(BotApi(api.base_url, api.token), {"chat-4411": 4411, "chat-9020": 9020})
+            return [c.deliver_one(transport) for _ in range(4)]
+
+        answers = ok(s.run(script, timeout=30), "delivering two reports through Telegram, the first reply lost")
+        if answers != ["unknown", "confirmed", "nothing to send", "nothing to send"]:
+            raise Fail(f"four deliveries answered {answers}")
+        sent = api.sent
+        if sorted(m.chat_id for m in sent) != [4411, 9020] or not all(marker in m.text for m in sent):
+            raise Fail(f"Telegram received {[(m.chat_id, m.text[:30]) for m in sent]}")
+        states = sorted(r["delivery"] for r in seen(s.observe()).reports)
+        if states != ["confirmed", "unknown"]:
+            raise Fail(f"the reports are stored as {states}")
+    return "two messages sent to their own chats; the lost reply stayed UNKNOWN and was not sent again"
+
+
+@checkpoint_row("clock-producer",
+                "The clock's scheduled briefs go through your admit: a slot fired twice is a duplicate, missed slots "
+                "are visible, and the newest slot is worked",
+                "admit must treat a repeated source_id with the same session and text as DUPLICATE.")
+def clock_producer(h: Harness) -> str:
+    from .clock import ClockProducer, Schedule
+
+    start = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.timezone.utc)
+    schedule = Schedule("acme-hourly", "ACME", "owner-ada", start, dt.timedelta(hours=1))
+    s = h.scenario("clock")
+    marker = h.token()
+
+    def producer(c: Ctx) -> ClockProducer:
+        return ClockProducer(c.store, partial(c.fn("admit"), c.queue()), [schedule])
+
+    first = ok(s.run(lambda c: [(f.source_id, f.admission.outcome.value) for f in
+                                 producer(c).tick(start + dt.timedelta(hours=2, minutes=30)).fired]), "the first tick")
+
+    def crash(c: Ctx):
+        clock = producer(c)
+        c.store.set_hook(_CrashAtCursor("lucy_clock_cursor"))
+        clock.tick(start + dt.timedelta(hours=3, minutes=5))
+
+    ok(s.run(crash), "a tick stopped between admitting a slot and moving the cursor", expect="crashed")
+    again = ok(s.run(lambda c: [f.admission.outcome.value for f in
+                                 producer(c).tick(start + dt.timedelta(hours=3, minutes=6)).fired]),
+               "the tick after the restart")
+    worked = ok(s.run(lambda c: [c.work_once(c.queue(), c.loop(marker), "w1") is not None for _ in range(3)]),
+                "working the scheduled briefs")
+    if first != [(schedule.source_id(start + dt.timedelta(hours=2)), "accepted")]:
+        raise Fail(f"the first tick fired {first}; expected only the newest slot, 10:00")
+    if again != ["duplicate"]:
+        raise Fail(f"firing the 11:00 slot again after the restart answered {again}, not duplicate")
+    snap = seen(s.observe())
+    if len(snap.work) != 2:
+        raise Fail(f"two slots were admitted, but the store holds {len(snap.work)} work rows")
+    missed = _store_rows(s.db, "SELECT slot FROM lucy_clock_missed ORDER BY slot")
+    if len(missed) != 2:
+        raise Fail(f"the 08:00 and 09:00 slots should be recorded as missed, found {missed}")
+    if worked != [True, True, False] or snap.model_calls != 2:
+        raise Fail(f"working the queue gave {worked} with {snap.model_calls} model calls")
+    return "newest slot admitted, 2 missed slots recorded, the double-fired slot was a duplicate, 2 briefs written"
+
+
+@dataclass(frozen=True)
+class CheckpointReport:
+    results: tuple[RowResult, ...]
+    seconds: float
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+
+def execute_notebooks(folder: Path) -> RowResult:
+    """Run each unit notebook top to bottom in a fresh kernel, in a scratch copy."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    started = time.monotonic()
+    notebooks = find_notebooks(folder)
+    found = sorted(p.stem for p in notebooks)
+    if found != sorted(UNITS):
+        return RowResult("notebooks-run", False, f"found notebooks for {found or 'no unit'}; both units are needed",
+                         "Put your completed ch07_unit_a and ch07_unit_b folders in the folder you check.", 0.0)
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="lucy-checkpoint-") as scratch:
+        for path in notebooks:
+            shutil.copytree(path.parent, Path(scratch) / path.stem, dirs_exist_ok=True)
+        for unit in UNITS:
+            path = Path(scratch) / unit / f"{unit}.ipynb"
+            nb = nbformat.read(str(path), as_version=4)
+            NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            for index, cell in enumerate(nb.cells):
+                for out in cell.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        problems.append(f"{unit} cell {index}: {out.get('ename')}: {str(out.get('evalue'))[:120]}")
+    seconds = round(time.monotonic() - started, 1)
+    if problems:
+        return RowResult("notebooks-run", False, f"{len(problems)} cells raised; first: {problems[0]}",
+                         "Run each notebook with Kernel ▸ Restart Kernel and Run All Cells, and fix the first error.",
+                         seconds)
+    return RowResult("notebooks-run", True, "both notebooks ran top to bottom without an error", "", seconds)
+
+
+def run_checkpoint(folder: str | os.PathLike, *, execute: bool = True, seed: int | None = None) -> CheckpointReport:
+    started = time.monotonic()
+    folder = Path(folder)
+    results: list[RowResult] = []
+    if execute:
+        results.append(execute_notebooks(folder))
+    learner = SourceLearner(learner_implementation(folder))
+    results += run_rows(learner, list(ROWS.values()), seed=seed).results
+    with Harness(learner, seed=seed) as harness:
+        for row_id, (covers, hint, fn) in CHECKPOINT_ROWS.items():
+            began = time.monotonic()
+            try:
+                observation, passed, shown_hint = fn(harness), True, ""
+            except Fail as failure:
+                observation, passed, shown_hint = failure.observation, False, failure.hint or hint
+            except Exception as exc:  # the checkpoint's own fault: never a pass
+                observation, passed, shown_hint = f"the checkpoint could not finish ({type(exc).__name__}: {exc})", \
+                    False, hint
+            results.append(RowResult(row_id, passed, observation, shown_hint, round(time.monotonic() - began, 2),
+                                     covers))
+    return CheckpointReport(tuple(results), round(time.monotonic() - started, 1))
+
+
+def save_record(report: CheckpointReport, folder: Path, records: Path) -> Path:
+    records.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = records / f"ch07-{stamp}.json"
+    path.write_text(json.dumps({"checkpoint": "ch07", "notebooks": str(folder), "ready": report.ready,
+                                "seconds": report.seconds, "rows": [asdict(r) for r in report.results]}, indent=2))
+    return path
+
+
+def table(report: CheckpointReport) -> str:
+    return repr(CheckReport(report.results, "Checkpoint ch07 (before Chapter 8: Telegram)"))

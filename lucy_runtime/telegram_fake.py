@@ -1,0 +1,166 @@
+"""A fake Telegram Bot API server on 127.0.0.1: real HTTP, scripted updates, its own sent log.
+
+It follows the Bot API where the adapter depends on it: ``getUpdates`` returns every
+update whose ``update_id`` is at least ``offset`` and forgets the ones below it (so an
+update is delivered again until a later offset confirms it); ``sendMessage`` answers
+``{"ok": true, "result": {"message_id": …}}``. It can also misbehave on purpose: drop
+the HTTP reply after accepting a message, or serve malformed updates.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    message_id: int
+    chat_id: int
+    text: str
+
+
+class FakeTelegram:
+    """Start with ``with FakeTelegram(token) as api:``; ``api.base_url`` is where the adapter points."""
+
+    def __init__(self, token: str = "123456:TEST", *, known_chats: set[int] | None = None):
+        self.token = token
+        self.known_chats = set(known_chats or ())
+        self._lock = threading.Lock()
+        self._updates: list[dict] = []
+        self._next_update_id = 1
+        self._sent: list[SentMessage] = []
+        self._drop_replies = 0
+        self.requests: list[tuple[str, dict]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # -- scripting ------------------------------------------------------------
+    def message(self, chat_id: Any, message_id: Any, text: Any, **extra: Any) -> int:
+        """Queue an ordinary text message; returns its update_id."""
+        return self.raw({"message": {"message_id": message_id, "chat": {"id": chat_id, "type": "private"},
+                                     "date": 1_790_000_000, "text": text, **extra}})
+
+    def raw(self, update: dict) -> int:
+        """Queue any update body (malformed ones too); ``update_id`` is added unless given."""
+        with self._lock:
+            update = dict(update)
+            update.setdefault("update_id", self._next_update_id)
+            if isinstance(update["update_id"], int) and not isinstance(update["update_id"], bool):
+                self._next_update_id = max(self._next_update_id, update["update_id"]) + 1
+            else:
+                self._next_update_id += 1
+            self._updates.append(update)
+            return update["update_id"]
+
+    def drop_next_replies(self, count: int = 1) -> None:
+        """Accept the next ``count`` sendMessage calls, then close the connection without answering."""
+        with self._lock:
+            self._drop_replies += count
+
+    @property
+    def sent(self) -> list[SentMessage]:
+        with self._lock:
+            return list(self._sent)
+
+    @property
+    def pending_updates(self) -> int:
+        with self._lock:
+            return len(self._updates)
+
+    # -- server ---------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> "FakeTelegram":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _get_updates(self, params: dict) -> tuple[int, dict]:
+        offset = params.get("offset")
+        limit = int(params.get("limit", 100))
+        with self._lock:
+            if isinstance(offset, int):
+                # An offset confirms every update below it: they are never sent again.
+                self._updates = [u for u in self._updates
+                                 if not (isinstance(u.get("update_id"), int) and u["update_id"] < offset)]
+            return 200, {"ok": True, "result": self._updates[:limit]}
+
+    def _send_message(self, params: dict) -> tuple[int, dict] | None:
+        chat_id, text = params.get("chat_id"), params.get("text")
+        if isinstance(chat_id, str) and chat_id.lstrip("-").isdigit():
+            chat_id = int(chat_id)
+        if not isinstance(text, str) or not text or len(text) > 4096:
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message text is empty or too long"}
+        if self.known_chats and chat_id not in self.known_chats:
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
+        with self._lock:
+            message = SentMessage(len(self._sent) + 1, chat_id, text)
+            self._sent.append(message)
+            if self._drop_replies:
+                self._drop_replies -= 1
+                return None  # accepted, and the answer is lost
+        return 200, {"ok": True, "result": {"message_id": message.message_id, "chat": {"id": chat_id}, "text": text}}
+
+    def _handler(self):
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output quiet
+                pass
+
+            def _params(self) -> dict:
+                query = {k: v[-1] for k, v in parse_qs(urlparse(self.path).query).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if body and "json" in (self.headers.get("Content-Type") or ""):
+                    query.update(json.loads(body))
+                elif body:
+                    query.update({k: v[-1] for k, v in parse_qs(body.decode()).items()})
+                for key in ("offset", "limit", "timeout"):
+                    if isinstance(query.get(key), str) and query[key].lstrip("-").isdigit():
+                        query[key] = int(query[key])
+                return query
+
+            def _answer(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _route(self) -> None:
+                path = urlparse(self.path).path
+                prefix = f"/bot{api.token}/"
+                params = self._params()
+                api.requests.append((path.rsplit("/", 1)[-1], params))
+                if not path.startswith(prefix):
+                    self._answer(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+                    return
+                method = path[len(prefix):]
+                if method == "getUpdates":
+                    self._answer(*api._get_updates(params))
+                elif method == "sendMessage":
+                    answer = api._send_message(params)
+                    if answer is None:
+                        self.close_connection = True
+                        self.connection.shutdown(2)  # the reply never arrives
+                        return
+                    self._answer(*answer)
+                else:
+                    self._answer(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+
+            do_GET = do_POST = _route
+
+        return Handler

@@ -1,0 +1,63 @@
+"""lucy checkpoint ch07: the learner's own code, through Telegram and the clock."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from lucy_runtime.educator.cases import Case, Edit, by_name
+from lucy_runtime.educator.verify import _filled
+
+from .conftest import REPO
+
+NOOP_ADMIT = Case("noop-admit", "ch07_unit_a", (Edit("admit", None, "return Admission(Outcome.ACCEPTED, 1)"),),
+                  "admit answers ACCEPTED and stores nothing", ("restart-keeps-work",), "")
+
+
+def learner_folder(tmp_path, case=None):
+    for unit in ("ch07_unit_a", "ch07_unit_b"):
+        source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
+        release = nbformat.read(str(REPO / "release" / unit / f"{unit}.ipynb"), as_version=4)
+        (tmp_path / unit).mkdir()
+        nbformat.write(_filled(release, source, case)[0], str(tmp_path / unit / f"{unit}.ipynb"))
+    return tmp_path
+
+
+def checkpoint(folder, *extra):
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "checkpoint", "ch07", str(folder),
+                           "--records", str(folder / "records"), "--json", str(folder / "record.json"), *extra],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_a_completed_learner_is_ready_and_a_record_is_saved(tmp_path):
+    done = checkpoint(learner_folder(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:]
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["ready"] is True
+    ids = [r["row_id"] for r in record["rows"]]
+    assert ids[0] == "notebooks-run" and {"telegram-intake", "telegram-delivery", "clock-producer"} <= set(ids)
+    assert list((tmp_path / "records").glob("ch07-*.json"))
+
+
+@pytest.mark.parametrize("case", [NOOP_ADMIT, by_name("noop-finish")], ids=lambda c: c.name)
+def test_the_checkpoint_fails_a_noop_admit_and_a_noop_finish(tmp_path, case):
+    done = checkpoint(learner_folder(tmp_path, case), "--no-execute")
+    assert done.returncode == 1
+    record = json.loads((tmp_path / "record.json").read_text())
+    failing = {r["row_id"] for r in record["rows"] if not r["passed"]}
+    assert "NOT READY" in done.stdout
+    assert failing & {"telegram-intake", "telegram-delivery", "clock-producer"}
+
+
+def test_the_checkpoint_says_when_a_unit_is_missing(tmp_path):
+    folder = learner_folder(tmp_path)
+    import shutil
+
+    shutil.rmtree(folder / "ch07_unit_b")
+    done = checkpoint(folder)
+    assert done.returncode == 1 and "both units are needed" in done.stdout

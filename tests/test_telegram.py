@@ -1,0 +1,176 @@
+"""Telegram intake and sending, over real HTTP to a fake Bot API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from lucy_runtime.errors import TransportMisuse
+from lucy_runtime.store import Store
+from lucy_runtime.telegram import BotApi, Message, Skipped, TelegramIntake, TelegramTransport, parse_update
+from lucy_runtime.telegram_fake import FakeTelegram
+from lucy_runtime.transport import OutgoingReport, Receipt, Refused, Uncertain
+from lucy_runtime.work import Admission, Outcome
+
+
+class SpyAdmit:
+    """Stands in for the learner's admit and records every call (a fake of the same contract)."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str, str]] = []
+        self.seen: set[str] = set()
+
+    def __call__(self, source_id: str, session_id: str, text: str) -> Admission:
+        self.calls.append((source_id, session_id, text))
+        outcome = Outcome.DUPLICATE if source_id in self.seen else Outcome.ACCEPTED
+        self.seen.add(source_id)
+        return Admission(outcome, source_id)
+
+
+@pytest.fixture
+def api():
+    with FakeTelegram(known_chats={4411, 9020}) as fake:
+        yield fake
+
+
+def intake_for(api, store, admit, allowed=None) -> TelegramIntake:
+    return TelegramIntake(BotApi(api.base_url, api.token), store, admit, allowed or {4411: "chat-4411"})
+
+
+def test_an_allowed_message_is_admitted_as_chat_plus_message_id(api, store):
+    api.message(4411, 87, "brief ACME 5 days")
+    spy = SpyAdmit()
+    result = intake_for(api, store, spy).poll_once()
+    assert spy.calls == [("tg:4411:87", "chat-4411", "brief ACME 5 days")]
+    assert result.admitted[0][1].outcome is Outcome.ACCEPTED
+
+
+def test_an_unauthorized_chat_never_reaches_admit(api, store):
+    api.message(6666, 1, "brief ACME")
+    spy = SpyAdmit()
+    poller = intake_for(api, store, spy)
+    result = poller.poll_once()
+    assert spy.calls == []
+    assert result.skipped == (Skipped(1, "chat 6666 is not allowed: not admitted"),)
+    assert poller.skipped() == [Skipped(1, "chat 6666 is not allowed: not admitted")]
+
+
+@pytest.mark.parametrize("update, reason", [
+    ({"message": {"message_id": 1, "chat": {"id": "x"}, "text": "hi"}}, "chat.id"),
+    ({"message": {"message_id": 1, "chat": {"id": True}, "text": "hi"}}, "chat.id"),
+    ({"message": {"message_id": "1", "chat": {"id": 4411}, "text": "hi"}}, "message_id"),
+    ({"message": {"message_id": 1, "chat": {"id": 4411}, "photo": [{"file_id": "a"}]}}, "not a text message"),
+    ({"message": {"message_id": 1, "chat": {"id": 4411}, "text": 42}}, "text is not a string"),
+    ({"message": {"message_id": 1, "chat": {"id": 4411}, "text": "x" * 4097}}, "4097 characters"),
+    ({"edited_message": {"message_id": 1, "chat": {"id": 4411}, "text": "changed"}}, "edited message"),
+    ({"channel_post": {"message_id": 1}}, "not a message"),
+])
+def test_a_malformed_update_is_recorded_and_skipped_without_stalling_good_ones(api, store, update, reason):
+    api.raw(update)
+    api.message(4411, 2, "brief HOOLI")
+    spy = SpyAdmit()
+    poller = intake_for(api, store, spy)
+    result = poller.poll_once()
+    assert spy.calls == [("tg:4411:2", "chat-4411", "brief HOOLI")]
+    assert len(result.skipped) == 1 and reason in result.skipped[0].reason
+    assert poller.poll_once().admitted == () and api.pending_updates == 0
+
+
+def test_an_update_without_an_id_is_reported(api, store):
+    assert parse_update({"update_id": True, "message": {}}) == Skipped(None, "malformed: the update has no integer update_id")
+    assert parse_update("nonsense").reason.startswith("malformed")
+    assert isinstance(parse_update({"update_id": 5, "message": {"message_id": 1, "chat": {"id": 1}, "text": "hi"}}),
+                      Message)
+
+
+def test_a_crash_between_admission_and_the_cursor_gives_redelivery_and_one_work_item(api, tmp_path):
+    """admit commits, the process dies before the cursor moves: Telegram redelivers, admit says duplicate."""
+    path = tmp_path / "lucy.sqlite3"
+    api.message(4411, 1, "brief ACME")
+    log = tmp_path / "admitted.log"
+
+    def admit(source_id, session_id, text):
+        with Store(path) as s, s.transaction() as tx:  # a stand-in queue that commits like the learner's
+            tx.execute("CREATE TABLE IF NOT EXISTS work (source_id TEXT PRIMARY KEY)")
+            fresh = tx.execute("INSERT INTO work VALUES (?) ON CONFLICT DO NOTHING", (source_id,)).rowcount
+        with open(log, "a") as fh:
+            fh.write(f"{source_id} {'accepted' if fresh else 'duplicate'}\n")
+        return Admission(Outcome.ACCEPTED if fresh else Outcome.DUPLICATE, source_id)
+
+    pid = os.fork()
+    if pid == 0:
+        store = Store(path)
+        poller = intake_for(api, store, admit)
+        store.set_hook(lambda kind, sql: os._exit(77) if "lucy_telegram_cursor" in sql and kind == "write" else None)
+        poller.poll_once()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 77
+    with Store(path) as store:
+        result = intake_for(api, store, admit).poll_once()
+        assert [(src, a.outcome) for src, a in result.admitted] == [("tg:4411:1", Outcome.DUPLICATE)]
+        assert store.query("SELECT COUNT(*) AS n FROM work")[0]["n"] == 1
+    assert log.read_text().split("\n")[:2] == ["tg:4411:1 accepted", "tg:4411:1 duplicate"]
+
+
+def test_the_cursor_is_kept_in_the_store_across_restarts(api, tmp_path):
+    api.message(4411, 1, "brief ACME")
+    with Store(tmp_path / "a.sqlite3") as store:
+        intake_for(api, store, SpyAdmit()).poll_once()
+    spy = SpyAdmit()
+    with Store(tmp_path / "a.sqlite3") as store:
+        poller = intake_for(api, store, spy)
+        assert poller.cursor() == 2
+        poller.poll_once()
+    assert spy.calls == []
+
+
+def transport(api):
+    return TelegramTransport(BotApi(api.base_url, api.token), {"chat-4411": 4411, "chat-1": 1})
+
+
+def test_send_message_returns_a_receipt_with_telegrams_message_id(api):
+    outcome = transport(api).send(OutgoingReport("r-1-1", "chat-4411", "ACME closed at 101.20"))
+    assert outcome == Receipt("r-1-1", "1")
+    assert [(m.chat_id, m.text) for m in api.sent] == [(4411, "ACME closed at 101.20")]
+
+
+def test_a_lost_reply_is_uncertain_and_the_message_did_arrive(api):
+    api.drop_next_replies(1)
+    outcome = transport(api).send(OutgoingReport("r-1-1", "chat-4411", "ACME brief"))
+    assert isinstance(outcome, Uncertain)
+    assert len(api.sent) == 1
+
+
+def test_a_refusal_from_telegram_is_refused(api):
+    outcome = transport(api).send(OutgoingReport("r-1-1", "chat-1", "ACME brief"))
+    assert isinstance(outcome, Refused) and "chat not found" in outcome.reason
+
+
+def test_a_report_for_a_session_without_a_chat_is_refused_without_a_call(api):
+    assert isinstance(transport(api).send(OutgoingReport("r-1-1", "chat-404", "x")), Refused)
+    assert api.sent == []
+
+
+def test_telegram_offers_no_lookup():
+    with pytest.raises(TransportMisuse, match="stays UNKNOWN"):
+        TelegramTransport(BotApi("http://127.0.0.1:9", "t"), {}).lookup("r-1-1")
+
+
+def test_an_unreachable_bot_api_is_uncertain_for_a_send():
+    closed = TelegramTransport(BotApi("http://127.0.0.1:9", "t", http=httpx.Client(timeout=0.5)), {"chat-1": 1})
+    assert isinstance(closed.send(OutgoingReport("r-1-1", "chat-1", "x")), Uncertain)
+
+
+def test_a_wrong_token_is_an_error_naming_the_method(api, store):
+    from lucy_runtime.telegram import TelegramError
+
+    with pytest.raises(TelegramError, match="getUpdates: 401"):
+        BotApi(api.base_url, "wrong").get_updates(None)
+
+
+def test_intake_refuses_a_bool_chat_id_in_the_allow_list(api, store):
+    with pytest.raises(TypeError, match="chat ids are integers"):
+        intake_for(api, store, SpyAdmit(), {True: "chat-1"})

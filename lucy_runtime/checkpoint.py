@@ -90,7 +90,7 @@ def telegram_intake(h: Harness) -> str:
             c.store.set_hook(_CrashAtCursor("lucy_telegram_cursor"))
             poller.poll_once()
 
-        ok(s.run(crash), "intake stopped between admitting the first message and moving the cursor", expect="crashed")
+        ok(s.run(crash), "intake stopped between admitting the first message and moving the cursor", expect="crashed", harness=h)
         result = ok(s.run(lambda c: [(src, a.outcome.value) for src, a in intake(c).poll_once().admitted]),
                     "intake after the restart")
         expect_outcomes = [("tg:4411:1", "duplicate"), ("tg:4411:2", "accepted"), ("tg:9020:1", "accepted")]
@@ -167,7 +167,7 @@ def clock_producer(h: Harness) -> str:
         c.store.set_hook(_CrashAtCursor("lucy_clock_cursor"))
         clock.tick(start + dt.timedelta(hours=3, minutes=5))
 
-    ok(s.run(crash), "a tick stopped between admitting a slot and moving the cursor", expect="crashed")
+    ok(s.run(crash), "a tick stopped between admitting a slot and moving the cursor", expect="crashed", harness=h)
     again = ok(s.run(lambda c: [f.admission.outcome.value for f in
                                  producer(c).tick(start + dt.timedelta(hours=3, minutes=6)).fired]),
                "the tick after the restart")

@@ -28,12 +28,15 @@ def _check(args) -> int:
     report = run_rows(SourceLearner(cells), rows, seed=args.seed, title=f"lucy check {args.notebook_dir}")
     print(report)
     for result in report.results:
-        print(f"  {result.row_id:<28} {result.seconds:6.2f} s")
+        crashes = f"  {result.crash_points} crash points" if result.crash_points else ""
+        print(f"  {result.row_id:<28} {result.seconds:6.2f} s{crashes}")
     seconds = round(time.monotonic() - started, 2)
+    print(f"crash points tried: {report.crash_points}")
     print(f"{sum(r.passed for r in report.results)} passed, {sum(not r.passed for r in report.results)} failed "
           f"in {seconds} s")
     if args.json:
-        Path(args.json).write_text(json.dumps({"seconds": seconds, "rows": json.loads(report.to_json())}, indent=2))
+        Path(args.json).write_text(json.dumps({"seconds": seconds, "crash_points_tried": report.crash_points,
+                                               "rows": json.loads(report.to_json())}, indent=2))
     return 0 if report.passed else 1
 
 

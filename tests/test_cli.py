@@ -31,7 +31,10 @@ def test_check_passes_the_reference_and_writes_json(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads((tmp_path / "check.json").read_text())
     assert data["seconds"] > 0 and all(r["passed"] for r in data["rows"])
-    assert {"row_id", "passed", "observation", "hint", "seconds"} <= set(data["rows"][0])
+    assert {"row_id", "passed", "observation", "hint", "seconds", "crash_points"} <= set(data["rows"][0])
+    by_row = {r["row_id"]: r["crash_points"] for r in data["rows"]}
+    assert by_row["finish-atomic"] >= 3 and by_row["crash-sweep"] >= 10 and by_row["duplicate-identical"] == 0
+    assert data["crash_points_tried"] == sum(by_row.values())
 
 
 def test_check_fails_a_submission_with_a_noop_finish(tmp_path):

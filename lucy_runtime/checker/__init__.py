@@ -34,7 +34,7 @@ def select_rows(topic: str) -> list[Row]:
 
 
 def run_row(row: Row, harness: Harness) -> RowResult:
-    started = time.monotonic()
+    started, crashes_before = time.monotonic(), harness.crash_points
     try:
         observation, passed, hint = row.run(harness), True, ""
     except Fail as failure:
@@ -42,7 +42,8 @@ def run_row(row: Row, harness: Harness) -> RowResult:
     except Exception as exc:  # a fault of the checker's own, never a pass
         observation, passed = f"the checker could not finish this row ({type(exc).__name__}: {exc})", False
         hint = "Tell your educator: this is a problem in the checker, not necessarily in your code."
-    return RowResult(row.id, passed, observation, hint, round(time.monotonic() - started, 3), row.covers)
+    return RowResult(row.id, passed, observation, hint, round(time.monotonic() - started, 3), row.covers,
+                     harness.crash_points - crashes_before)
 
 
 def run_rows(learner: LearnerCode, rows: Iterable[Row], *, seed: int | None = None, timeout: float = 5.0,

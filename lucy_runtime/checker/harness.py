@@ -261,6 +261,7 @@ class Harness:
         from ..prices import PriceBook
 
         PriceBook().tickers
+        self.crash_points = 0  # crash points tried so far in this grading run
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="lucy-check-"))
         self._names = 0

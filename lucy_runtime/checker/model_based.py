@@ -174,6 +174,7 @@ def run_model_check(h: Harness) -> str:
                 return a["source_id"]
 
             stats["steps"] += 1
+            h.crash_points += 1
             result = self.scenario.run(crash)
             self.calls += 1
             if result.status not in ("crashed", "returned"):

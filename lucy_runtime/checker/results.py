@@ -15,6 +15,8 @@ class RowResult:
     hint: str
     seconds: float
     covers: str = ""
+    crash_points: int = 0
+    """Crash points this row tried: processes it stopped on purpose and read back."""
 
     def line(self) -> str:
         mark = "PASS" if self.passed else "FAIL"
@@ -32,6 +34,10 @@ class CheckReport:
     @property
     def passed(self) -> bool:
         return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def crash_points(self) -> int:
+        return sum(r.crash_points for r in self.results)
 
     @property
     def failing(self) -> list[str]:

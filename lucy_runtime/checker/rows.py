@@ -61,8 +61,10 @@ def row(id: str, *, unit: str, topic: str, covers: str, hint: str):
 # --- helpers -----------------------------------------------------------------
 
 
-def ok(result: ChildResult, what: str, *, expect: str = "returned") -> Any:
+def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Harness | None = None) -> Any:
     """The child's answer, or a Fail that says in plain words how it ended instead."""
+    if expect == "crashed" and harness is not None:
+        harness.crash_points += 1
     if result.status == expect:
         return result.value
     if result.status == "raised":
@@ -146,7 +148,7 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
             with c.armed(point):
                 call(c, state, point)
 
-        ok(s.run(crash), f"{name} stopped before {points[n - 1]}", expect="crashed")
+        ok(s.run(crash), f"{name} stopped before {points[n - 1]}", expect="crashed", harness=h)
         if after is not None:
             ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
         scenarios.append(s)
@@ -164,7 +166,7 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
           "text, state) and report(report_id, work_id, generation, session_id, body, delivery).")
 def schema_columns(h: Harness) -> str:
     s = h.scenario("schema")
-    ok(s.run(lambda c: c.stop()), "create_schema, then the process dies", expect="crashed")
+    ok(s.run(lambda c: c.stop()), "create_schema, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     return (f"a fresh process found the tables {snap.tables['work']!r} and {snap.tables['report']!r} "
             "with every column it reads")
@@ -177,7 +179,7 @@ def restart_keeps_work(h: Harness) -> str:
     s = h.scenario("restart")
     source, session, text = h.source_id(), h.session_id(), h.text()
     ok(s.run(lambda c: [c.admit(c.queue(), source, session, text), c.stop()]),
-       "admit, then the process dies", expect="crashed")
+       "admit, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     rows = snap.work_for(source)
     expect(len(rows) == 1, f"after the restart the store holds {len(rows)} work rows for {source}, not 1")
@@ -593,7 +595,7 @@ def finish_durable(h: Harness) -> str:
         c.finish(c.queue(), a["work_id"], result)
         c.stop()
 
-    ok(s.run(script), "finish, then the process dies", expect="crashed")
+    ok(s.run(script), "finish, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     work = snap.work_for(source)
     expect(len(work) == 1 and work[0]["state"] == "done", f"after the restart the work is {[w['state'] for w in work]}")
@@ -617,7 +619,7 @@ def running_crash_visible(h: Harness) -> str:
         c.admit(q, source, session, text)
         c.work_once(q, c.loop(marker, crash=True), "w1")
 
-    ok(s.run(crash), "a worker dies inside the loop", expect="crashed")
+    ok(s.run(crash), "a worker dies inside the loop", expect="crashed", harness=h)
     after = ok(s.run(lambda c: c.work_once(c.queue(), c.loop(marker), "w2")), "a new worker polls")
     snap = seen(s.observe())
     work = snap.work_for(source)
@@ -786,7 +788,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
         _finished(c, source, session, text, marker)
         c.deliver_one(c.transport([], crash_after_accept=True))
 
-    ok(s.run(crash), "the process dies after the service accepted", expect="crashed")
+    ok(s.run(crash), "the process dies after the service accepted", expect="crashed", harness=h)
     later = ok(s.run(lambda c: c.deliver_one(c.transport([]))), "a new process delivers")
     snap = seen(s.observe())
     expect(len(snap.accepted) == 1, f"after the restart the service has {len(snap.accepted)} accepted sends")

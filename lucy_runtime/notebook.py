@@ -9,7 +9,6 @@ cells hold the reference solution between ``### BEGIN SOLUTION`` and
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,23 +81,6 @@ def solution_region(source: str) -> str:
         elif inside:
             kept.append(line)
     return "\n".join(kept)
-
-
-def replace_cell(nb, grade_id: str, source: str):
-    """A copy of ``nb`` with one cell's source replaced: how educator cases are built."""
-    changed = copy.deepcopy(nb)
-    for cell in changed.cells:
-        if nbgrader_meta(cell).get("grade_id") == grade_id:
-            cell.source = source
-            return changed
-    raise KeyError(f"no cell with grade_id {grade_id!r}")
-
-
-def cell_source(nb, grade_id: str) -> str:
-    for cell in nb.cells:
-        if nbgrader_meta(cell).get("grade_id") == grade_id:
-            return cell.source
-    raise KeyError(f"no cell with grade_id {grade_id!r}")
 
 
 def pair_of(notebook: str | Path) -> Path:

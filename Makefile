@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 
-.PHONY: demo test test-fast lab release check verify-grader bench clean help
+.PHONY: demo test test-fast lab release check mutation bench clean help
 
 help:
 	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases"
@@ -17,6 +17,7 @@ help:
 	@echo "make lab            JupyterLab on release/ with this project's kernel"
 	@echo "make release        regenerate release/ from source/ with nbgrader"
 	@echo "make check          run every acceptance row against the reference in source/"
+	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
 	@echo "make bench          time the checker's rows and crash points"
 
 $(STAMP): pyproject.toml
@@ -50,6 +51,9 @@ release: $(STAMP)
 
 check: $(STAMP)
 	$(BIN)/lucy check source
+
+mutation: $(STAMP)
+	$(BIN)/lucy mutation-score --json artifacts/mutation-score.json
 
 bench: $(STAMP)
 	$(BIN)/lucy bench

@@ -85,6 +85,10 @@ def _verify(args) -> int:
     print(report.grade_table())
     print("\nKill matrix: educator cases (columns) × rows that lost them points\n")
     print(report.kill_matrix())
+    if report.handback:
+        h = report.handback
+        print(f"\nnbgrader generate_feedback wrote {h.feedback_files} feedback files (no hidden test in any); "
+              f"nbgrader export wrote {h.exported_rows} grades to {h.grades_csv}, each equal to the gradebook's score")
     print()
     for problem in report.problems:
         print(f"PROBLEM: {problem}")
@@ -94,6 +98,31 @@ def _verify(args) -> int:
     if args.json:
         Path(args.json).write_text(report.to_json())
     return 0 if report.ok else 1
+
+
+def _mutation(args) -> int:
+    """The grader's mutation score: a report to read, not a gate."""
+    from .educator.mutation import BaselineFails, MutationToolFailed, mutation_score
+    from .educator.verify import main_progress
+
+    try:
+        report = mutation_score(notebooks=args.notebook_dir, only=tuple(args.only), rows=args.rows,
+                                workers=args.workers, seed=args.seed, progress=main_progress)
+    except (BaselineFails, MutationToolFailed, KeyError) as problem:
+        print(f"NO MUTATION SCORE: {problem}")
+        return 1
+    print("\nMutants per cell (cosmic-ray edits of the reference in source/)\n")
+    print(report.cell_table())
+    print("\nRows that killed them (the first failing row of each mutant)\n")
+    print(report.killers() or "(none)")
+    print("\nSurvivors: the rows could not tell these edits from the reference. Each is a gap in the grader, "
+          "or an edit that changes nothing that matters.\n")
+    print(report.survivor_listing())
+    print(f"\n{report.summary()}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(report.to_json())
+    return 0
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
@@ -166,8 +195,11 @@ def _demo(args) -> int:
     print("== 1. Regenerate release/ from source/ with nbgrader, and validate both")
     if _release(args) != 0:
         return 1
-    print("\n== 2. Autograde the reference, the blank release, correct alternatives and every educator case")
-    return _verify(args)
+    print("\n== 2. Autograde the reference, the blank release, correct alternatives and every educator case;"
+          "\n      then generate feedback and export the grades")
+    verified = _verify(args)
+    print("\n(`make mutation` measures how many cosmic-ray mutants of the reference the rows kill.)")
+    return verified
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("verify-grader", help="autograde reference, blank and every case; print the kill matrix")
     p.add_argument("--json")
     p.set_defaults(func=_verify)
+    p = sub.add_parser("mutation-score", help="mutate the reference cells with cosmic-ray; how many mutants the rows kill")
+    p.add_argument("notebook_dir", nargs="?", default="source")
+    p.add_argument("--only", nargs="*", default=[], metavar="CELL", help="mutate only these cells (e.g. finish)")
+    p.add_argument("--rows", default="all", help="the rows each mutant meets (default: all)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json")
+    p.set_defaults(func=_mutation)
     p = sub.add_parser("bench", help="time the rows on the reference (ratios to the budgets)")
     p.add_argument("notebook_dir", nargs="?", default="source")
     p.set_defaults(func=_bench)

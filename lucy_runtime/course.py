@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from .notebook import UNITS, nbgrader_meta
+from .notebook import UNITS, keep_ids, nbgrader_meta
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -101,8 +101,14 @@ def generate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
     made = []
     for unit in units:
         if (root / "source" / unit / f"{unit}.ipynb").exists():
+            released = root / "release" / unit / f"{unit}.ipynb"
+            before = nbformat.read(str(released), as_version=4) if released.exists() else None
             nbgrader(["generate_assignment", unit, "--force", "--no-db"], cwd=root)
-            made.append(root / "release" / unit / f"{unit}.ipynb")
+            if before is not None:  # nbgrader gives every cell a new id; keep the ones that did not change
+                after = nbformat.read(str(released), as_version=4)
+                keep_ids(before, after)
+                nbformat.write(after, str(released))
+            made.append(released)
     return made
 
 
@@ -189,6 +195,18 @@ class ScratchCourse:
                 if (grade.auto_score or 0.0) < grade.max_score:
                     failing.append(grade.name)
             return GradedSubmission(name or student, unit, score, max_score, tuple(sorted(failing)), seconds, errors)
+
+    def feedback(self, unit: str) -> list[Path]:
+        """Generate the learners' HTML feedback for ``unit``; return the files written."""
+        nbgrader(["generate_feedback", unit, "--force"], cwd=self.root)
+        return sorted((self.root / "feedback").glob(f"*/{unit}/{unit}.html"))
+
+    def export(self, to: Path):
+        """Every grade in this course's gradebook, exported by nbgrader as CSV and read back with pandas."""
+        import pandas as pd
+
+        nbgrader(["export", f"--to={to}"], cwd=self.root)
+        return pd.read_csv(to)
 
     def grade_submission(self, student: str, unit: str, nb, *, name: str | None = None) -> GradedSubmission:
         started = time.monotonic()

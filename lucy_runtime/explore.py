@@ -37,20 +37,28 @@ def tables(store: Store | str | os.PathLike, service_log: str | os.PathLike | No
     return frames
 
 
+def tables_html(store: Store | str | os.PathLike, service_log: str | os.PathLike | None = None, *,
+                title: str = "") -> str:
+    """The tables one under another, as HTML."""
+    import html
+
+    parts = [f"<h4>{html.escape(title)}</h4>" if title else ""]
+    for name, frame in tables(store, service_log).items():
+        body = frame.to_html(index=False, escape=True, border=1) if len(frame) else "<p><i>(no rows)</i></p>"
+        count = f"{len(frame)} row" + ("" if len(frame) == 1 else "s")
+        parts.append(f"<div style='margin-bottom:0.8em'><b>{name}</b> — {count}{body}</div>")
+    return "".join(parts)
+
+
 def show(store: Store | str | os.PathLike, service_log: str | os.PathLike | None = None, *, title: str = "") -> None:
     """Display the tables one under another (in a notebook), or print them (elsewhere)."""
-    frames = tables(store, service_log)
     try:
         from IPython.display import HTML, display
     except ImportError:  # pragma: no cover - outside IPython
-        for name, frame in frames.items():
+        for name, frame in tables(store, service_log).items():
             print(f"-- {name} --\n{frame.to_string(index=False)}\n")
         return
-    parts = [f"<h4>{title}</h4>" if title else ""]
-    for name, frame in frames.items():
-        body = frame.to_html(index=False, escape=True) if len(frame) else "<p><i>(no rows)</i></p>"
-        parts.append(f"<div style='margin-bottom:0.8em'><b>{name}</b> — {len(frame)} rows{body}</div>")
-    display(HTML("".join(parts)))
+    display(HTML(tables_html(store, service_log, title=title)))
 
 
 def after_restart(work: Callable[[], Any], look: Callable[[], Any], *, timeout: float = 10.0) -> Any:
@@ -169,7 +177,10 @@ class Explorer:
         self.session = w.Text(value="chat-4411", description="session_id")
         self.text = w.Text(value="brief ACME 5 days", description="text")
         self.message = w.HTML("<i>Admit a request to begin.</i>")
-        self.output = w.Output()
+        # An HTML widget, not an Output widget: when a notebook runs headless (nbgrader, nbclient), output
+        # sent into an Output widget makes the client write on the shell channel while it waits for the
+        # cell's reply there, and now and then it misses the reply until the cell timeout (jupyter/nbclient#312).
+        self.tables = w.HTML()
         actions = [
             ("Admit", self._admit, "info"),
             ("Claim", self._claim, ""),
@@ -184,7 +195,7 @@ class Explorer:
             button = w.Button(description=label, button_style=style, layout=w.Layout(width="auto"))
             button.on_click(lambda _b, handler=handler: self._run(handler))
             buttons.append(button)
-        self.widget = w.VBox([w.HBox([self.source, self.session]), self.text, w.HBox(buttons), self.message, self.output])
+        self.widget = w.VBox([w.HBox([self.source, self.session]), self.text, w.HBox(buttons), self.message, self.tables])
         self._fresh = not self.db.exists()
         self._refresh()
 
@@ -285,10 +296,8 @@ class Explorer:
     def _refresh(self) -> None:
         from .model import InvocationLog
 
-        self.output.clear_output()
-        with self.output:
-            if self.db.exists():
-                show(self.db, self.log if self.log.exists() else None,
-                     title=f"Model calls so far: {InvocationLog(self.calls).count()}")
-            else:
-                print("(no database file yet)")
+        if self.db.exists():
+            self.tables.value = tables_html(self.db, self.log if self.log.exists() else None,
+                                            title=f"Model calls so far: {InvocationLog(self.calls).count()}")
+        else:
+            self.tables.value = "<p><i>(no database file yet)</i></p>"

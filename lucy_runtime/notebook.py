@@ -96,8 +96,21 @@ def sync_from_markdown(markdown: str | Path) -> Path:
     nb.metadata.pop("jupytext", None)
     nb.metadata.setdefault("language_info", {"name": "python"})
     target = markdown.with_suffix(".ipynb")
+    if target.exists():
+        keep_ids(read(target), nb)
     nbformat.write(nb, str(target))
     return target
+
+
+def keep_ids(old, new) -> None:
+    """Give unchanged cells of ``new`` their ids from ``old``, so a diff shows only real edits."""
+    known: dict[tuple[str, str], list[str]] = {}
+    for cell in old.cells:
+        known.setdefault((cell.cell_type, cell.source), []).append(cell.get("id"))
+    for cell in new.cells:
+        ids = known.get((cell.cell_type, cell.source))
+        if ids:
+            cell["id"] = ids.pop(0)
 
 
 def pair_differences(notebook: str | Path) -> list[str]:

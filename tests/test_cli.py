@@ -66,3 +66,19 @@ def test_the_solutions_book_is_generated_from_the_source_solution_cells():
     assert done.returncode == 0
     assert "### `finish`" in done.stdout and "### `deliver_one`" in done.stdout
     assert "BEGIN SOLUTION" not in done.stdout
+
+
+def test_mutation_score_reports_the_share_killed_and_the_survivors_as_diffs(tmp_path):
+    done = lucy("mutation-score", "--only", "requeue", "--rows", "generation", "--json", str(tmp_path / "m.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert data["killed"] + data["survived"] == len(data["all"]) > 0
+    assert f"{data['killed']} of {data['killed'] + data['survived']} mutants killed" in done.stdout
+    assert "second-generation" in done.stdout  # the row that killed them
+    for survivor in data["survivors"]:
+        assert f"{survivor['cell']} line {survivor['line']}" in done.stdout and survivor["diff"].startswith("---")
+
+
+def test_mutation_score_names_an_unknown_cell_instead_of_a_traceback():
+    done = lucy("mutation-score", "--only", "nonsense")
+    assert done.returncode == 1 and "NO MUTATION SCORE: " in done.stdout and "Traceback" not in done.stderr

@@ -71,7 +71,7 @@ def test_verify_reports_a_case_that_survives(tmp_path):
     harmless = Case("harmless-edit", "ch07_unit_a", (Edit("work_once", "    if assignment is None:\n",
                                                           "    if assignment is None:  # a comment\n"),),
                     "changes nothing", ("empty-poll",), "")
-    report = verify(cases=(harmless, by_name("noop-finish")), alternatives=(), workdir=tmp_path)
+    report = verify(cases=(harmless, by_name("noop-finish")), alternatives=(), workdir=tmp_path, feedback=False)
     assert not report.ok
     assert any("harmless-edit SURVIVES" in p for p in report.problems)
 
@@ -84,3 +84,14 @@ def test_the_source_passes_every_test_and_the_release_fails_every_autograded_tes
 
 def test_each_autograded_submission_reports_its_seconds(verified):
     assert all(e.graded.seconds > 0 for e in verified.entries)
+
+
+def test_feedback_for_every_submission_and_exported_grades_equal_the_gradebook(verified):
+    import pandas as pd
+
+    handback = verified.handback
+    assert handback is not None and handback.feedback_files == len(verified.entries)
+    grades = pd.read_csv(handback.grades_csv)
+    noop = grades[(grades["student_id"] == "noop_finish") & (grades["assignment"] == "ch07_unit_a")]
+    assert noop["raw_score"].tolist() == [entry(verified, "noop-finish").graded.score]
+    assert json.loads(verified.to_json())["handback"]["exported_rows"] == len(grades)

@@ -11,7 +11,8 @@ import pytest
 
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.course import nbgrader, row_of, graded_test_cells
-from lucy_runtime.notebook import is_learner_owned, nbgrader_meta, pair_differences, solution_region
+from lucy_runtime.notebook import (is_learner_owned, nbgrader_meta, pair_differences, solution_region,
+                                   sync_from_markdown)
 
 from .conftest import REPO
 
@@ -30,6 +31,16 @@ def test_both_units_are_there():
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
 def test_each_source_notebook_is_in_sync_with_its_markdown_pair(notebook):
     assert pair_differences(notebook) == []
+
+
+def test_sync_keeps_the_ids_of_cells_that_did_not_change(tmp_path):
+    markdown = tmp_path / "unit.md"
+    shutil.copy(SOURCES[0].with_suffix(".md"), markdown)
+    before = nbformat.read(str(sync_from_markdown(markdown)), as_version=4)
+    markdown.write_text(markdown.read_text().replace("# Chapter 7", "# Chapter Seven", 1))
+    after = nbformat.read(str(sync_from_markdown(markdown)), as_version=4)
+    same = [a.id == b.id for a, b in zip(before.cells, after.cells)]
+    assert same[0] is False and all(same[1:]) and len(before.cells) == len(after.cells)
 
 
 @pytest.fixture(scope="module")

@@ -285,6 +285,13 @@ class Harness:
         extra = self.rng.choice(["it's 'quoted'", "x'); DROP TABLE work; --", "naïve café ☕", "🚀📈 now", "50% off_"])
         return f"brief {ticker} {self.rng.randint(2, 20)} days please {extra} #{self.token(4)}"
 
+    def distinct(self, make: Callable[[], str], count: int = 3) -> list[str]:
+        """``count`` different values from ``make``, in sort order."""
+        values: set[str] = set()
+        while len(values) < count:
+            values.add(make())
+        return sorted(values)
+
     def close(self) -> None:
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -217,18 +217,22 @@ def duplicate_identical(h: Harness) -> str:
      hint="When the source_id exists, compare session and text: equal is DUPLICATE, different is CONFLICT. Never update the stored row.")
 def duplicate_conflict(h: Harness) -> str:
     s = h.scenario("conflict")
-    source, session, other_session = h.source_id(), h.session_id(), h.session_id()
-    text, other_text = h.text(), h.text()
+    source = h.source_id()
+    # The stored request sits between the conflicting ones in sort order, so "different" cannot pass as
+    # "not smaller" or "not larger".
+    low_session, session, high_session = h.distinct(h.session_id)
+    low_text, text, high_text = h.distinct(h.text)
+    reuses = [(session, low_text), (session, high_text), (low_session, text), (high_session, text)]
 
     def script(c: Ctx):
         q = c.queue()
         first = c.admit(q, source, session, text)
-        return [first, c.admit(q, source, session, other_text), c.admit(q, source, other_session, text)]
+        return [first] + [c.admit(q, source, other_session, other_text) for other_session, other_text in reuses]
 
     first, *answers = ok(s.run(script), "admitting a known source id with new content")
     outcomes = [a["outcome"] for a in answers]
-    expect(outcomes == ["conflict", "conflict"], f"reusing a source id with other text, then another session, gave "
-           f"{outcomes}, not conflict both times")
+    expect(outcomes == ["conflict"] * len(reuses), f"reusing a source id with other text (twice), then from other "
+           f"sessions (twice), gave {outcomes}, not conflict every time")
     expect(all(same_id(a["work_id"], first["work_id"]) for a in answers),
            "a conflict should name the work that already holds the source id")
     rows = seen(s.observe()).work_for(source)
@@ -295,34 +299,42 @@ def admit_concurrent(h: Harness) -> str:
 @row("capacity-bounded", unit="A", topic="claim",
      covers="Step 4: bounded admission: capacity and the per-session limit refuse work, and running work still counts",
      hint="Count unfinished work (pending and running) before inserting: overall against queue.capacity, "
-          "and for this session against queue.per_session_limit.")
+          "and for this session against queue.per_session_limit. Refuse when the count has reached the limit "
+          "or gone past it (a restart may bring a smaller limit).")
 def capacity_bounded(h: Harness) -> str:
     s = h.scenario("capacity")
     capacity = h.rng.randint(2, 4)
-    sources = [h.source_id() for _ in range(capacity + 1)]
-    sessions = [h.session_id() for _ in range(capacity + 1)]
-    one_session, limited = h.session_id(), [h.source_id() for _ in range(3)]
+    sources = [h.source_id() for _ in range(capacity + 2)]
+    sessions = [h.session_id() for _ in range(capacity + 2)]
+    one_session, limited = h.session_id(), [h.source_id() for _ in range(4)]
     text = h.text()
 
     def script(c: Ctx):
         q = c.queue(capacity=capacity, per_session_limit=capacity)
         filled = [c.admit(q, sources[i], sessions[i], text) for i in range(capacity)]
         c.claim(q, "w1")  # running work is unfinished: it still holds its place
-        over = c.admit(q, sources[-1], sessions[-1], text)
+        over = c.admit(q, sources[capacity], sessions[capacity], text)
+        # Restarted with a smaller capacity: the queue is already past it.
+        shrunk = c.admit(c.queue(capacity=capacity - 1, per_session_limit=capacity), sources[-1], sessions[-1], text)
         narrow = c.queue(capacity=10, per_session_limit=2)
-        per_session = [c.admit(narrow, src, one_session, text) for src in limited]
-        return filled, over, per_session
+        per_session = [c.admit(narrow, src, one_session, text) for src in limited[:3]]
+        per_session.append(c.admit(c.queue(capacity=10, per_session_limit=1), limited[-1], one_session, text))
+        return filled, [over, shrunk], per_session
 
     filled, over, per_session = ok(s.run(script), "filling the queue to capacity")
-    outcomes = [a["outcome"] for a in filled] + [over["outcome"]]
-    expect(outcomes == ["accepted"] * capacity + ["refused"],
-           f"with capacity {capacity} (one request running), {capacity + 1} admissions gave {outcomes}")
+    outcomes = [a["outcome"] for a in filled + over]
+    expect(outcomes == ["accepted"] * capacity + ["refused", "refused"],
+           f"with capacity {capacity} (one request running), {capacity + 1} admissions, then one more with the "
+           f"capacity lowered to {capacity - 1}, gave {outcomes}")
     outcomes = [a["outcome"] for a in per_session]
-    expect(outcomes == ["accepted", "accepted", "refused"],
-           f"with a per-session limit of 2, three requests from one session gave {outcomes}")
+    expect(outcomes == ["accepted", "accepted", "refused", "refused"],
+           f"with a per-session limit of 2, three requests from one session, then one more with the limit lowered "
+           f"to 1, gave {outcomes}")
     snap = seen(s.observe())
-    expect(not snap.work_for(sources[-1]) and not snap.work_for(limited[-1]), "a refused request was stored as work")
-    return f"capacity {capacity} and a per-session limit of 2 held; refused requests were not stored"
+    expect(not any(snap.work_for(src) for src in (sources[capacity], sources[-1], limited[2], limited[3])),
+           "a refused request was stored as work")
+    return (f"capacity {capacity} and a per-session limit of 2 held, also once lowered below the work already "
+            "waiting; refused requests were not stored")
 
 
 @row("refused-leaves-no-trace", unit="A", topic="finish",
@@ -891,8 +903,9 @@ def idempotency_key_stable(h: Harness) -> str:
 @row("second-generation", unit="B", topic="generation",
      covers="Second terminal generation legitimately creates r2 → both immutable reports remain attributable "
             "to their own generation",
-     hint="requeue moves done work back to pending with generation + 1; finish stores a new report whose id "
-          "includes the generation, and never updates or replaces an earlier report.")
+     hint="requeue moves done work back to pending with generation + 1, and raises for work that is not done; "
+          "finish stores a new report whose id includes the generation, and never updates or replaces an earlier "
+          "report.")
 def second_generation(h: Harness) -> str:
     s = h.scenario("generation")
     source, session, text = h.source_id(), h.session_id(), h.text()
@@ -919,7 +932,34 @@ def second_generation(h: Harness) -> str:
     expect(second_marker in r2["body"] and r2["delivery"] == "pending", "the second report does not carry its own answer")
     expect(r1["generation"] != r2["generation"] and r2["generation"] > r1["generation"],
            f"generations {r1['generation']!r} and {r2['generation']!r} do not tell the reports apart")
-    return f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation {r2['generation']}) new"
+
+    early, other = h.scenario("generation-too-early"), h.source_id()
+
+    def too_early(c: Ctx):
+        q = c.queue()
+        work_id = c.admit(q, other, session, text)["work_id"]
+        pending = _requeue_error(c, q, work_id)
+        assignment = c.claim(q, "w1")
+        return pending, _requeue_error(c, q, work_id), work_id, assignment
+
+    pending, running, work_id, assignment = ok(early.run(too_early), "requeue on work that is not done yet")
+    expect(pending and running, f"requeue of {'pending' if not pending else 'running'} work returned without an "
+           "error: only done work can run again")
+    row = seen(early.observe()).work_by_id(work_id)
+    expect(row is not None and row["state"] == "running" and assignment is not None
+           and row.get("generation", assignment["generation"]) == assignment["generation"],
+           f"a refused requeue changed the running work to {row}")
+    return (f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation "
+            f"{r2['generation']}) new; requeue refused work that was not done ({pending}, {running})")
+
+
+def _requeue_error(c: Ctx, queue, work_id) -> str:
+    """The name of the error requeue raised, or "" when it returned. Any error will do: the notebook asks for one."""
+    try:
+        c.requeue(queue, work_id)
+    except Exception as error:
+        return type(error).__name__
+    return ""
 
 
 @row("transfer-intake", unit="B", topic="transfer",

@@ -176,6 +176,22 @@ CASES: tuple[Case, ...] = (
         "Bounded admission is the only place to say no before the model is paid for.",
     ),
     _case(
+        "capacity-exact-match", "ch07_unit_a",
+        [Edit("refusal", "    if unfinished >= queue.capacity:", "    if unfinished == queue.capacity:"),
+         Edit("refusal", "    if in_session >= queue.per_session_limit:", "    if in_session == queue.per_session_limit:")],
+        "Refuses only when the count equals the limit: after a restart with a lower limit the queue never says no.",
+        ["capacity-bounded"],
+        "A limit is a ceiling, not a target: 'reached or past it' is the test.",
+    ),
+    _case(
+        "conflict-by-ordering", "ch07_unit_a",
+        [Edit("admit", "            if (known[\"session_id\"], known[\"text\"]) == (session_id, text):",
+              "            if (known[\"session_id\"], known[\"text\"]) >= (session_id, text):")],
+        "Compares the stored and the new request with >= instead of ==: content that sorts lower passes as a duplicate.",
+        ["duplicate-conflict"],
+        "Equal means equal. The row stores a request that sorts between two conflicting ones, so >= or <= cannot pass.",
+    ),
+    _case(
         "refused-still-stored", "ch07_unit_a",
         [Edit("admit", "        reason = refusal(tx, queue, session_id)\n        if reason is not None:\n",
               "        reason = refusal(tx, queue, session_id)\n        if reason is not None:\n"
@@ -257,6 +273,13 @@ CASES: tuple[Case, ...] = (
         "Runs the work again under the same generation, so the second report collides with the first.",
         ["second-generation"],
         "The generation is what lets two answers to one request be told apart.",
+    ),
+    _case(
+        "requeue-any-state", "ch07_unit_b",
+        [Edit("requeue", "\"WHERE work_id = ? AND state = 'done'\",", "\"WHERE work_id = ?\",")],
+        "Sends work back to pending whatever its state: running work gets a second worker, and nothing says no.",
+        ["second-generation"],
+        "Only finished work may run again; asking for anything else is a mistake to report, not to carry out.",
     ),
     _case(
         "finish-swallows-db-error", "ch07_unit_b",

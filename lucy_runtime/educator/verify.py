@@ -74,11 +74,21 @@ class Entry:
         return [row_of(g) for g in self.graded.failing] if self.graded else []
 
 
+@dataclass(frozen=True)
+class Handback:
+    """What the learners get back and what the educator exports, after autograding."""
+
+    feedback_files: int
+    grades_csv: Path
+    exported_rows: int
+
+
 @dataclass
 class VerifyReport:
     entries: list[Entry]
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    handback: Handback | None = None
 
     @property
     def ok(self) -> bool:
@@ -112,8 +122,11 @@ class VerifyReport:
         return "\n".join(lines)
 
     def to_json(self) -> str:
+        handback = self.handback and {"feedback_files": self.handback.feedback_files,
+                                      "grades_csv": str(self.handback.grades_csv),
+                                      "exported_rows": self.handback.exported_rows}
         return json.dumps({
-            "ok": self.ok, "problems": self.problems, "seconds": self.seconds,
+            "ok": self.ok, "problems": self.problems, "seconds": self.seconds, "handback": handback,
             "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.graded.score,
                              "max_score": e.graded.max_score, "failing_rows": e.failing_rows,
                              "expected_rows": list(e.expected), "seconds": e.graded.seconds} for e in self.entries],
@@ -141,10 +154,45 @@ def judge(entries: list[Entry]) -> list[str]:
     return problems
 
 
+HIDDEN_MARKS = ("BEGIN HIDDEN TESTS", 'grade("', "grade(&quot;")
+
+
+def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
+    """``nbgrader generate_feedback`` and ``nbgrader export`` on every scratch course, checked against the grades."""
+    import pandas as pd
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(course: ScratchCourse):
+        html = [path for unit in course.units for path in course.feedback(unit)]
+        return html, course.export(course.root / "grades.csv")
+
+    with ThreadPoolExecutor(len(courses)) as pool:
+        done = list(pool.map(one, courses))
+    html = [path for files, _ in done for path in files]
+    grades = pd.concat([table for _, table in done], ignore_index=True)
+    csv = root / "grades.csv"
+    grades.to_csv(csv, index=False)
+    problems = [f"the feedback {path.relative_to(root)} shows a hidden test" for path in html
+                if any(mark in path.read_text(encoding="utf-8") for mark in HIDDEN_MARKS)]
+    if len(html) != len(entries):
+        problems.append(f"generate_feedback wrote {len(html)} feedback files for {len(entries)} submissions")
+    exported = {(row.student_id, row.assignment): float(row.raw_score) for row in grades.itertuples()}
+    for e in entries:
+        student = e.name.replace("-", "_")
+        if exported.get((student, e.unit)) != e.graded.score:
+            problems.append(f"the exported grades give {e.name} ({e.unit}) {exported.get((student, e.unit))}, "
+                            f"the gradebook {e.graded.score:g}")
+    return Handback(len(html), csv, len(grades)), problems
+
+
 def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = ALTERNATIVES,
            workdir: Path | None = None, progress: Callable[[str], None] | None = None,
-           workers: int = 2) -> VerifyReport:
-    """Autograde every submission through nbgrader, ``workers`` scratch courses at a time."""
+           workers: int = 2, feedback: bool = True) -> VerifyReport:
+    """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.
+
+    With ``feedback``, also generate the learners' feedback and export the grades as CSV,
+    and check both against the gradebook.
+    """
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -195,7 +243,13 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
         with ThreadPoolExecutor(workers) as graders:
             list(graders.map(grade_in, range(workers)))
         entries += unit_entries
-    return VerifyReport(entries, judge(entries), round(time.monotonic() - started, 1))
+    problems, handback = judge(entries), None
+    if feedback:
+        if progress:
+            progress("generating feedback and exporting grades")
+        handback, more = hand_back(courses, entries, root)
+        problems += more
+    return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback)
 
 
 def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:

@@ -11,7 +11,8 @@ BROWSER := $(VENV)/.browser
 .PHONY: demo test test-fast lab release check mutation bench clean help
 
 help:
-	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases"
+	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases,"
+	@echo "                    then generate feedback and export grades"
 	@echo "make test           run the whole test suite"
 	@echo "make test-fast      the suite without the real-nbgrader tests"
 	@echo "make lab            JupyterLab on release/ with this project's kernel"

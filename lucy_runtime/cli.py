@@ -18,13 +18,12 @@ def _rows(args) -> int:
 
 
 def _check(args) -> int:
-    from .checker import SourceLearner, run_rows, select_rows
+    from .checker import SourceLearner, rows_for_cells, run_rows
     from .notebook import learner_implementation
 
     started = time.monotonic()
     cells = learner_implementation(args.notebook_dir)
-    units = {name.split(":")[0] for name, _ in cells}
-    rows = [r for r in select_rows(args.rows) if f"ch07_unit_{r.unit.lower()}" in units]
+    rows = rows_for_cells(args.rows, cells)
     report = run_rows(SourceLearner(cells), rows, seed=args.seed, title=f"lucy check {args.notebook_dir}")
     print(report)
     for result in report.results:

@@ -33,6 +33,12 @@ def select_rows(topic: str) -> list[Row]:
     return chosen
 
 
+def rows_for_cells(topic: str, cells: list[tuple[str, str]]) -> list[Row]:
+    """The rows for ``topic`` whose unit has cells among ``cells`` (named ``unit:grade_id``)."""
+    units = {name.split(":")[0] for name, _ in cells}
+    return [r for r in select_rows(topic) if f"ch07_unit_{r.unit.lower()}" in units]
+
+
 def run_row(row: Row, harness: Harness) -> RowResult:
     started, crashes_before = time.monotonic(), harness.crash_points
     try:
@@ -117,4 +123,4 @@ def ready(*names: str, namespace: dict | None = None) -> None:
 
 
 __all__ = ["NotWrittenYet", "ready", "CheckReport", "GradeFailure", "ROWS", "RowResult", "SourceLearner", "check", "grade", "run_rows",
-           "select_rows"]
+           "rows_for_cells", "select_rows"]

@@ -75,12 +75,11 @@ def read_cells(folder: Path) -> list[tuple[str, str]]:
 
 def check_cells(folder: Path, *, seed: int, rows: str = "all") -> tuple[bool, str]:
     """Run the rows against the cells in ``folder`` and stop at the first failing one."""
-    from ..checker import SourceLearner, run_row, select_rows
+    from ..checker import SourceLearner, rows_for_cells, run_row
     from ..checker.harness import Harness
 
     cells = read_cells(folder)
-    units = {name.split(":")[0] for name, _ in cells}
-    chosen = [r for r in select_rows(rows) if f"ch07_unit_{r.unit.lower()}" in units]
+    chosen = rows_for_cells(rows, cells)
     with Harness(SourceLearner(cells), seed=seed) as harness:
         for row in chosen:
             result = run_row(row, harness)
@@ -180,9 +179,9 @@ def _tool() -> str:
     return str(beside) if beside.exists() else "cosmic-ray"
 
 
-def _cosmic_ray(*args: str, cwd: Path, timeout: float | None = None) -> subprocess.CompletedProcess:
+def _cosmic_ray(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     command = [_tool(), *args]
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
         raise MutationToolFailed(command, done.stdout + done.stderr)
     return done
@@ -249,10 +248,10 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
     started = time.monotonic()
     cells = cells if cells is not None else learner_implementation(notebooks)
     names = [name for name, _ in cells]
-    unknown = [n for n in only if n not in names and not any(name.endswith(f":{n}") for name in names)]
+    unknown = [wanted for wanted in only if not any(_names(name, wanted) for name in names)]
     if unknown:
         raise KeyError(f"no learner cell named {', '.join(unknown)}; cells are: {', '.join(names)}")
-    chosen = [name for name in names if (not only or name in only or name.split(":")[1] in only)
+    chosen = [name for name in names if (not only or any(_names(name, wanted) for wanted in only))
               and name.split(":")[1] not in NOT_MUTATED]
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-mutation-"))
     first = root / "shard-0"
@@ -291,6 +290,11 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
             raise MutationToolFailed(list(map(str, process.args)), (shard / "exec.log").read_text())
     mutants = [m for shard in shards for m in _collect(shard)]
     return MutationReport(mutants, round(time.monotonic() - started, 1), chosen)
+
+
+def _names(name: str, wanted: str) -> bool:
+    """``wanted`` names the cell ``unit:grade_id`` in full or by its grade id."""
+    return wanted in (name, name.split(":")[1])
 
 
 def _mutant_count(shard: Path) -> int:

@@ -70,6 +70,11 @@ class Entry:
     graded: GradedSubmission | None = None
 
     @property
+    def student(self) -> str:
+        """The nbgrader student id this submission is handed in under."""
+        return self.name.replace("-", "_")
+
+    @property
     def failing_rows(self) -> list[str]:
         return [row_of(g) for g in self.graded.failing] if self.graded else []
 
@@ -178,9 +183,8 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
         problems.append(f"generate_feedback wrote {len(html)} feedback files for {len(entries)} submissions")
     exported = {(row.student_id, row.assignment): float(row.raw_score) for row in grades.itertuples()}
     for e in entries:
-        student = e.name.replace("-", "_")
-        if exported.get((student, e.unit)) != e.graded.score:
-            problems.append(f"the exported grades give {e.name} ({e.unit}) {exported.get((student, e.unit))}, "
+        if exported.get((e.student, e.unit)) != e.graded.score:
+            problems.append(f"the exported grades give {e.name} ({e.unit}) {exported.get((e.student, e.unit))}, "
                             f"the gradebook {e.graded.score:g}")
     return Handback(len(html), csv, len(grades)), problems
 
@@ -210,9 +214,8 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
         placed: list[dict[str, Entry]] = [{} for _ in courses]
         for index, entry in enumerate(unit_entries):
             course = courses[index % workers]
-            student = entry.name.replace("-", "_")
-            placed[index % workers][student] = entry
-            _submit(course, unit, student, entry, by_name.get(entry.name))
+            placed[index % workers][entry.student] = entry
+            _submit(course, unit, entry.student, entry, by_name.get(entry.name))
         done = [0]
 
         def grade_in(i: int) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from .checker import SourceLearner, run_rows
 from .checker.harness import Ctx, Harness
 from .checker.results import CheckReport, RowResult
+from .checker.faults import CrashAt
 from .checker.rows import ROWS, Fail, ok, seen
 from .notebook import UNITS, find_notebooks, learner_implementation
 
@@ -44,20 +45,10 @@ def _store_rows(db: Path, sql: str) -> list[tuple]:
         return conn.execute(sql).fetchall()
 
 
-class _CrashAtCursor:
-    """Stops the process just before the n-th write to a runtime cursor table."""
-
-    def __init__(self, table: str, n: int = 1):
-        self.table, self.n, self.seen = table, n, 0
-
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind == "write" and self.table in sql and "INSERT INTO lucy_" in sql and "skipped" not in sql \
-                and "missed" not in sql:
-            self.seen += 1
-            if self.seen == self.n:
-                from .checker.child import CRASH_EXIT
-
-                os._exit(CRASH_EXIT)
+def _crash_at_cursor(table: str) -> CrashAt:
+    """Stops the process just before the first write to a runtime cursor table."""
+    return CrashAt(1, kinds=("write",), where=lambda p: table in p.sql and "INSERT INTO lucy_" in p.sql
+                   and "skipped" not in p.sql and "missed" not in p.sql)
 
 
 @checkpoint_row("telegram-intake",
@@ -87,12 +78,11 @@ def telegram_intake(h: Harness) -> str:
 
         def crash(c: Ctx):
             poller = intake(c)
-            c.store.set_hook(_CrashAtCursor("lucy_telegram_cursor"))
             poller.poll_once()
 
-        ok(s.run(crash), "intake stopped between admitting the first message and moving the cursor", expect="crashed", harness=h)
-        result = ok(s.run(lambda c: [(src, a.outcome.value) for src, a in intake(c).poll_once().admitted]),
-                    "intake after the restart")
+        ok(s.run(crash, plan=_crash_at_cursor("lucy_telegram_cursor")), "intake stopped between admitting the first message and moving the cursor", expect="crashed", harness=h)
+        result = [tuple(pair) for pair in ok(s.run(
+            lambda c: [(src, a.outcome.value) for src, a in intake(c).poll_once().admitted]), "intake after the restart")]
         expect_outcomes = [("tg:4411:1", "duplicate"), ("tg:4411:2", "accepted"), ("tg:9020:1", "accepted")]
         if result != expect_outcomes:
             raise Fail(f"after the restart, intake admitted {result}; expected {expect_outcomes}")
@@ -159,15 +149,14 @@ def clock_producer(h: Harness) -> str:
     def producer(c: Ctx) -> ClockProducer:
         return ClockProducer(c.store, partial(c.fn("admit"), c.queue()), [schedule])
 
-    first = ok(s.run(lambda c: [(f.source_id, f.admission.outcome.value) for f in
-                                 producer(c).tick(start + dt.timedelta(hours=2, minutes=30)).fired]), "the first tick")
+    first = [tuple(pair) for pair in ok(s.run(lambda c: [(f.source_id, f.admission.outcome.value) for f in
+             producer(c).tick(start + dt.timedelta(hours=2, minutes=30)).fired]), "the first tick")]
 
     def crash(c: Ctx):
         clock = producer(c)
-        c.store.set_hook(_CrashAtCursor("lucy_clock_cursor"))
         clock.tick(start + dt.timedelta(hours=3, minutes=5))
 
-    ok(s.run(crash), "a tick stopped between admitting a slot and moving the cursor", expect="crashed", harness=h)
+    ok(s.run(crash, plan=_crash_at_cursor("lucy_clock_cursor")), "a tick stopped between admitting a slot and moving the cursor", expect="crashed", harness=h)
     again = ok(s.run(lambda c: [f.admission.outcome.value for f in
                                  producer(c).tick(start + dt.timedelta(hours=3, minutes=6)).fired]),
                "the tick after the restart")

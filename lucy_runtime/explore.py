@@ -12,7 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from .checker.child import CRASH_EXIT, run_in_child
+from .checker import child as _child
+from .checker.child import Plan, run_in_child
+from .checker.faults import CrashAt, Stop
 from .checker.observe import snapshot
 from .fields import require_id, require_str
 from .store import Store
@@ -70,9 +72,9 @@ def after_restart(work: Callable[[], Any], look: Callable[[], Any], *, timeout: 
 
     def doomed() -> None:
         work()
-        os._exit(CRASH_EXIT)
+        _child.request_stop()
 
-    first = run_in_child(doomed, timeout=timeout)
+    first = run_in_child(doomed, timeout=timeout, plan=Stop())
     if first.status == "raised":
         raise RuntimeError(f"the first process failed before it died: {first.error.describe()}")
     second = run_in_child(look, timeout=timeout)
@@ -211,7 +213,7 @@ class Explorer:
 
         return Queue(Store(self.db), self.capacity, self.per_session_limit)
 
-    def _in_child(self, action: Callable[[], Any]) -> str:
+    def _in_child(self, action: Callable[[], Any], plan: Plan | None = None) -> str:
         make_schema, self._fresh = self._fresh, False
 
         def child() -> Any:
@@ -219,7 +221,7 @@ class Explorer:
                 self.ns["create_schema"](Store(self.db))
             return action()
 
-        result = run_in_child(child, timeout=10)
+        result = run_in_child(child, timeout=10, plan=plan)
         if result.status == "returned":
             return str(result.value)
         if result.status == "crashed":
@@ -248,19 +250,20 @@ class Explorer:
         return self._in_child(lambda: repr(self.ns["work_once"](self._queue(), self._loop(), "explorer")))
 
     def _crash_finish(self) -> str:
-        from .checker.faults import CrashAtWrite
+        claimed = run_in_child(lambda: (lambda a: None if a is None else [a.work_id, a.session_id, a.text])(
+            self.ns["claim"](self._queue(), "explorer")), timeout=10)
+        if claimed.status != "returned":
+            return f"claim did not return: {claimed.error.describe() if claimed.error else claimed.status}"
+        if claimed.value is None:
+            return "Nothing is pending: admit a request first."
+        work_id, session_id, text = claimed.value
 
-        def action():
-            queue = self._queue()
-            assignment = self.ns["claim"](queue, "explorer")
-            if assignment is None:
-                return "Nothing is pending: admit a request first."
-            result = self._loop().run(assignment.session_id, assignment.text)
-            queue.store.set_hook(CrashAtWrite(2))
-            self.ns["finish"](queue, assignment.work_id, result)
+        def action():  # in a process of its own, so the crash point counts the writes of finish alone
+            result = self._loop().run(session_id, text)
+            self.ns["finish"](self._queue(), work_id, result)
             return "finish made fewer than two writes, so the crash point was never reached."
 
-        return self._in_child(action)
+        return self._in_child(action, plan=CrashAt(2, kinds=("write",)))
 
     def _deliver_with(self, script) -> str:
         from .transport import FakeService, FakeTransport

@@ -1,11 +1,14 @@
-"""Sealed verdicts: nbgrader re-checks every graded row outside the learner's kernel.
+"""Sealed verdicts: the out-of-kernel check alone decides every autograded cell.
 
 A hidden test cell calls ``grade(row)`` inside the kernel, and a kernel runs learner
-code: a determined learner can rebind ``grade`` there. So after nbgrader has executed
-the notebook, this preprocessor takes the learner-owned cells from the notebook
-itself, runs the same rows in processes forked from nbgrader (learner code in the
-children only) and marks a test cell as failed when its row does not hold. A row
-must hold in both places to earn its points.
+code: a learner cell can rebind ``grade``, register an IPython hook that displays
+"ok", or make a cell's last value a string (nbgrader gives full credit to a
+non-numeric result). So after nbgrader has executed the notebook, this preprocessor
+takes the learner-owned cells from the notebook itself, runs every graded row in
+processes forked from nbgrader (learner code in the children only), and then
+*replaces* the outputs of every autograded cell with that verdict: a pass line, or
+the failure alone. Nothing the kernel printed or displayed is left for nbgrader to
+read. An autograded cell that names no known row gets a failure, never a pass.
 """
 
 from __future__ import annotations
@@ -49,30 +52,50 @@ def notebook_learner(nb, unit: str, folder: str | None = None) -> SourceLearner:
     return SourceLearner(cells)
 
 
+def verdict_outputs(verdict) -> list:
+    """The outputs an autograded cell keeps: its row's sealed verdict and nothing else."""
+    if verdict.passed:
+        return [nbformat.v4.new_output("stream", name="stdout",
+                                       text=f"✔ {verdict.row_id}: {verdict.observation}\n"
+                                            "(checked outside the notebook, after it ran)\n")]
+    return [nbformat.v4.new_output(
+        "error", ename="RowDoesNotHold", evalue=f"{verdict.row_id}: {verdict.observation}",
+        traceback=[f"Row {verdict.row_id} does not hold (checked outside the notebook, after it ran).",
+                   f"  Observed: {verdict.observation}", f"  Hint: {verdict.hint}"])]
+
+
+def unknown_cell_outputs(grade_id: str) -> list:
+    return [nbformat.v4.new_output(
+        "error", ename="NoVerdict", evalue=f"{grade_id} names no acceptance row",
+        traceback=[f"The autograded cell {grade_id!r} names no acceptance row, so nothing outside the notebook "
+                   "can check it. It earns no points; tell your educator."])]
+
+
+def graded_code_cells(nb) -> list:
+    return [c for c in nb.cells if c.cell_type == "code" and nbgrader_meta(c).get("grade")
+            and not nbgrader_meta(c).get("solution")]
+
+
 class SealedVerdicts(NbGraderPreprocessor):
     timeout = Float(5.0, help="Seconds each learner call may take before it is stopped.").tag(config=True)
 
     def preprocess(self, nb, resources):
         graded = row_cells(nb)
-        if not graded:
-            return nb, resources
         unit = resources.get("unique_key") or resources.get("nbgrader", {}).get("notebook") or "notebook"
         folder = resources.get("metadata", {}).get("path") or None
-        report = run_rows(notebook_learner(nb, unit, folder), [ROWS[r] for r in dict.fromkeys(graded.values())],
-                          timeout=self.timeout, title="sealed")
-        verdicts = {r.row_id: r for r in report.results}
-        for cell in nb.cells:
-            grade_id = nbgrader_meta(cell).get("grade_id")
-            if grade_id not in graded:
-                continue
-            verdict = verdicts[graded[grade_id]]
-            already_failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
-            if not verdict.passed and not already_failed:
-                cell.setdefault("outputs", []).append(nbformat.v4.new_output(
-                    "error", ename="SealedVerdict",
-                    evalue=f"row {verdict.row_id} does not hold when re-checked outside the notebook: "
-                           f"{verdict.observation}",
-                    traceback=[f"Row {verdict.row_id} does not hold (re-checked outside the kernel).",
-                               f"  Observed: {verdict.observation}", f"  Hint: {verdict.hint}"]))
-                self.log.warning("sealed verdict: %s fails: %s", verdict.row_id, verdict.observation)
+        verdicts = {}
+        if graded:
+            report = run_rows(notebook_learner(nb, unit, folder), [ROWS[r] for r in dict.fromkeys(graded.values())],
+                              timeout=self.timeout, title="sealed")
+            verdicts = {r.row_id: r for r in report.results}
+        for cell in graded_code_cells(nb):
+            grade_id = nbgrader_meta(cell).get("grade_id", "")
+            if grade_id in graded:
+                verdict = verdicts[graded[grade_id]]
+                cell.outputs = verdict_outputs(verdict)
+                if not verdict.passed:
+                    self.log.info("sealed verdict: %s fails: %s", verdict.row_id, verdict.observation)
+            else:
+                cell.outputs = unknown_cell_outputs(grade_id)
+                self.log.warning("sealed verdict: autograded cell %s names no acceptance row", grade_id)
         return nb, resources

@@ -22,7 +22,8 @@ from .fields import require_id, require_int, require_str
 
 StatementHook = Callable[[str, str], None]
 """Called as ``hook(kind, sql)`` before a statement runs. ``kind`` is one of
-``begin``, ``read``, ``write``, ``commit``, ``rollback`` or ``other``."""
+``begin``, ``read``, ``write``, ``commit``, ``rollback`` or ``other``; once more, as
+``committed``, just after a COMMIT has succeeded."""
 
 _WRITE_VERBS = {"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"}
 _COMMENT = re.compile(r"(--[^\n]*\n?|/\*.*?\*/)", re.S)
@@ -70,6 +71,15 @@ class Migration:
         require_str("name", self.name)
         if isinstance(self.statements, str) or not all(isinstance(s, str) for s in self.statements):
             raise StoreMisuse("Migration.statements must be a tuple of SQL strings, one statement each")
+
+
+_process_hook: StatementHook | None = None
+
+
+def set_process_hook(hook: StatementHook | None) -> None:
+    """A hook for every store this process opens (the checker's children set one for their whole life)."""
+    global _process_hook
+    _process_hook = hook
 
 
 class Transaction:
@@ -155,6 +165,8 @@ class Store:
         self.statements_seen += 1
         if self._hook is not None:
             self._hook(kind, sql)
+        if _process_hook is not None:
+            _process_hook(kind, sql)
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -176,6 +188,7 @@ class Store:
                 tx._open = False
                 self._before("commit", "COMMIT")
                 self._conn.execute("COMMIT")
+                self._before("committed", "COMMIT")
             except BaseException:
                 tx._open = False
                 if self._conn.in_transaction:
@@ -201,7 +214,13 @@ class Store:
     def schema_version(self, component: str) -> int:
         """The migration step ``component`` has reached in this file (0 when none ran)."""
         require_id("component", component)
-        self._conn.execute(_VERSION_TABLE)
+        if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lucy_schema_version'").fetchone():
+            if self._in_transaction:
+                self._before("write", _VERSION_TABLE)
+                self._conn.execute(_VERSION_TABLE)
+            else:
+                with self.transaction() as tx:
+                    tx.execute(_VERSION_TABLE)
         row = self._conn.execute(
             "SELECT version FROM lucy_schema_version WHERE component = ?", (component,)
         ).fetchone()

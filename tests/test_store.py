@@ -193,10 +193,10 @@ def test_statement_kinds(sql, kind):
     assert statement_kind(sql) == kind
 
 
-def test_the_statement_hook_sees_every_statement_before_it_runs(store):
+def test_the_statement_hook_sees_every_statement_before_it_runs_and_each_commit_after(store):
     seen = []
     store.set_hook(lambda kind, sql: seen.append(kind))
     with store.transaction() as tx:
         tx.execute(TABLE)
         tx.execute("SELECT 1")
-    assert seen == ["begin", "write", "read", "commit"]
+    assert seen == ["begin", "write", "read", "commit", "committed"]

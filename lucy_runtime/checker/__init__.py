@@ -9,6 +9,7 @@ runs only in forked children; verdicts come from a fresh observer process.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -58,6 +59,10 @@ def run_rows(learner: LearnerCode, rows: Iterable[Row], *, seed: int | None = No
         return CheckReport(tuple(run_row(row, harness) for row in rows), title)
 
 
+SEALED_ENV = "LUCY_GRADING"
+"""Set to "sealed" in the environment of a kernel that nbgrader autogrades."""
+
+
 def _caller_namespace(depth: int = 2) -> dict:
     return sys._getframe(depth).f_globals
 
@@ -95,6 +100,11 @@ def grade(row_id: str, namespace: dict | None = None) -> None:
     """
     if row_id not in ROWS:
         raise KeyError(f"unknown row {row_id!r}")
+    if os.environ.get(SEALED_ENV) == "sealed":
+        # Under nbgrader autograde the verdict outside the kernel replaces this cell's outputs
+        # (lucy_runtime/sealed.py): running the row here too would only double the time.
+        print(f"{row_id}: graded outside the notebook, after it has run")
+        return
     learner = KernelLearner(namespace if namespace is not None else _caller_namespace())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # anything on stderr costs the cell its points

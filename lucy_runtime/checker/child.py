@@ -1,30 +1,74 @@
-"""Run one piece of learner code in a forked child process.
+"""Run one piece of learner code in a forked child process, supervised by the parent.
 
 The parent never runs learner code. The child inherits the learner's functions
-(fork copies the kernel's namespace), runs one scenario, sends a picklable answer
-back through a pipe and leaves with ``os._exit`` so no kernel or interpreter
-machinery runs twice. A child that does not answer in time is killed; a child that
-dies at an injected crash point is reported as crashed, not as an error.
+(fork copies the namespace), runs one scenario, sends its answer back as JSON and
+leaves with ``os._exit`` so no kernel or interpreter machinery runs twice.
+
+Every point a child passes (a BEGIN, a write, a COMMIT through the store, a send, a
+service acceptance) is reported to the parent, and the child waits for the parent's
+answer. The parent alone decides what happens there: go on, fail the
+statement, hold it (a race), or kill the child with SIGKILL. The child's code and hooks are the
+same in every run, so learner code cannot tell a counting run from a crashing one,
+and a crash counts only when the parent itself killed the child: no exit status the
+learner can produce means "crashed".
+
+Between two reports the parent reads ``PRAGMA data_version`` of the scenario's
+database. The file may change only across a COMMIT that was reported through the
+store; any other change is a write that bypassed ``queue.store``.
+
+Nothing a child sends is unpickled: answers and reports are JSON, so a child that
+writes to its pipes can at worst garble its own answer.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import linecache
 import os
-import pickle
 import select
 import signal
+import sqlite3
+import struct
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
-CRASH_EXIT = 77
-"""Exit status of a child stopped on purpose at a crash point."""
-
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MESSAGE_LIMIT = 1 << 20
+
+
+class Status(str, Enum):
+    """How a child ended, as the parent saw it."""
+
+    RETURNED = "returned"
+    RAISED = "raised"
+    CRASHED = "crashed"  # killed by the parent at a planned point: nothing else counts as a crash
+    TIMEOUT = "timeout"
+    DIED = "died"
+
+
+class Action(str, Enum):
+    """The parent's answer at a point."""
+
+    GO = "g"
+    FAULT = "f"
+    KILL = "k"
+    HOLD = "h"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One reported point: ``kind`` is begin, write, commit, committed, send or accepted."""
+
+    kind: str
+    sql: str
+
+    def describe(self) -> str:
+        return f"{self.kind}: {' '.join(self.sql.split())[:60]}"
 
 
 @dataclass(frozen=True)
@@ -35,6 +79,7 @@ class LearnerError:
     message: str
     where: str
     line: str
+    harness: bool = False  # raised by the checker's own contract check, not by learner code
 
     def describe(self) -> str:
         text = f"{self.type_name}: {self.message}" if self.message else self.type_name
@@ -49,15 +94,96 @@ class LearnerError:
 
 @dataclass(frozen=True)
 class ChildResult:
-    status: str  # returned | raised | crashed | timeout | died
+    status: Status
     value: Any = None
     error: LearnerError | None = None
     output: str = ""
     seconds: float = 0.0
+    points: tuple[Point, ...] = ()
+    bypass: str = ""  # a change to the database that did not come through a reported commit
 
     @property
     def ok(self) -> bool:
-        return self.status == "returned"
+        return self.status == Status.RETURNED
+
+
+class Plan:
+    """The parent's side of an armed child: what to do at each point. This one only counts."""
+
+    stop_allowed = False
+    watch_writes = True  # off in races, where the rival's commits change the file too
+
+    def decide(self, point: Point, before: list[Point], supervisor: "Supervisor") -> Action:
+        return Action.GO
+
+
+# --- the child's side ------------------------------------------------------------
+
+
+class _Channel:
+    def __init__(self, to_parent: int, from_parent: int):
+        self.to_parent, self.from_parent = to_parent, from_parent
+
+    def ask(self, message: list) -> bytes:
+        _write_all(self.to_parent, _frame(message))
+        answer = os.read(self.from_parent, 1)
+        if not answer:  # the parent is gone
+            os._exit(0)
+        return answer
+
+
+_channel: _Channel | None = None
+
+
+class InjectedFault(sqlite3.OperationalError):
+    """A database error the checker raised on purpose (the disk said no)."""
+
+
+def report_point(kind: str, sql: str) -> None:
+    """Called by the store hook and the transport in an armed child; blocks until the parent answers."""
+    if _channel is None:
+        return
+    if _channel.ask(["point", kind, sql[:500]]) == Action.FAULT.value.encode():
+        raise InjectedFault("disk I/O error (injected by the checker)")
+
+
+def request_stop() -> None:
+    """The process dies here, killed by the parent, with nothing flushed or closed."""
+    if _channel is not None:
+        _channel.ask(["stop"])
+    os._exit(0)  # not reached when the parent allowed the stop; otherwise the run has failed anyway
+
+
+class Probe:
+    """The store's and the transport's hook in every checker child: reports each point and waits.
+
+    It is installed for the whole life of every child, whatever the parent plans, and
+    holds no plan of its own.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, kind: str, sql: str) -> None:
+        if kind in REPORTED:
+            report_point(kind, sql)
+
+
+PROBE = Probe()
+CRASH_KINDS = ("write", "commit", "send", "accepted")
+"""Crash points: before each write and commit reaching the store, before a send reaches
+the remote service, and just after the service accepted it."""
+REPORTED = frozenset(CRASH_KINDS + ("begin", "committed"))
+
+
+def _frame(message: list) -> bytes:
+    data = json.dumps(message, default=repr).encode()
+    return struct.pack(">I", len(data)) + data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _is_runtime_frame(filename: str) -> bool:
@@ -71,9 +197,10 @@ def describe_exception(exc: BaseException) -> LearnerError:
     message = str(exc)
     if len(message) > 300:
         message = message[:300] + " …"
+    harness = bool(getattr(exc, "raised_by_checker", False))
     if isinstance(exc, SyntaxError):  # the learner's cell never ran: point at the line that does not parse
         where = f"{exc.filename}, line {exc.lineno}" if exc.filename else f"line {exc.lineno}"
-        return LearnerError(type(exc).__name__, exc.msg or message, where, (exc.text or "").strip())
+        return LearnerError(type(exc).__name__, exc.msg or message, where, (exc.text or "").strip(), harness)
     frames = traceback.extract_tb(exc.__traceback__)
     learner = [f for f in frames if not _is_runtime_frame(f.filename)]
     frame = learner[-1] if learner else None
@@ -81,91 +208,304 @@ def describe_exception(exc: BaseException) -> LearnerError:
     if frame is not None:
         line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
         where = f"{frame.name}(), line {frame.lineno}" if frame.name != "<module>" else f"line {frame.lineno}"
-    return LearnerError(type(exc).__name__, message, where, line)
+    return LearnerError(type(exc).__name__, message, where, line, harness)
 
 
-def _serialisable(value: Any) -> Any:
+def _plain(value: Any) -> Any:
+    """Answers travel as JSON: tuples become lists, anything else unknown becomes its repr."""
     try:
-        pickle.dumps(value)
-        return value
-    except Exception:
+        return json.loads(json.dumps(value, default=repr))
+    except (TypeError, ValueError):
         return repr(value)
 
 
-def run_in_child(fn: Callable[[], Any], *, timeout: float = 5.0) -> ChildResult:
-    """Fork, run ``fn()`` in the child, and report how the child ended."""
-    return _collect(_spawn(fn), time.monotonic() + timeout)
+def _close_inherited(keep: set[int]) -> None:
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 256))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
-def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0) -> list[ChildResult]:
-    """Run several children at the same time (for races); results in the given order.
+def _child_main(fn: Callable[[], Any], result_fd: int, to_parent: int, from_parent: int) -> None:
+    global _channel
+    captured = io.StringIO()
+    try:
+        _close_inherited({result_fd, to_parent, from_parent})
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        sys.stdout = sys.stderr = captured
+        _channel = _Channel(to_parent, from_parent)
+        from .. import store
 
-    All children are forked from this thread before any is collected.
-    """
-    spawned = [_spawn(fn) for fn in fns]
-    deadline = time.monotonic() + timeout
-    return [_collect(child, deadline) for child in spawned]
+        store.set_process_hook(PROBE)
+        payload = {"status": "returned", "value": _plain(fn())}
+    except BaseException as exc:  # learner code may raise anything, SystemExit included
+        payload = {"status": "raised", "error": describe_exception(exc).__dict__}
+    try:
+        payload["output"] = captured.getvalue()[-4000:]
+        _write_all(result_fd, json.dumps(payload, default=repr).encode())
+    finally:
+        os._exit(0)
 
 
-def _spawn(fn: Callable[[], Any]) -> tuple[int, int, float]:
+# --- the parent's side -----------------------------------------------------------
+
+
+@dataclass
+class _Child:
+    pid: int
+    result_fd: int
+    control_fd: int
+    reply_fd: int
+    plan: Plan
+    started: float
+    chunks: list[bytes] = field(default_factory=list)
+    buffer: bytes = b""
+    points: list[Point] = field(default_factory=list)
+    held: Point | None = None
+    held_before: list[Point] = field(default_factory=list)
+    killed: bool = False
+    finished: bool = False
+    db: str = ""
+    version: int | None = None
+    commit_open: bool = False  # a reported COMMIT was let through and its 'committed' has not come yet
+    bypass: str = ""
+    broken: str = ""
+    result: ChildResult | None = None
+
+
+def _spawn(fn: Callable[[], Any], plan: Plan, db: str) -> _Child:
     sys.stdout.flush()
     sys.stderr.flush()
-    read_end, write_end = os.pipe()
+    result_r, result_w = os.pipe()
+    control_r, control_w = os.pipe()
+    reply_r, reply_w = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        os.close(read_end)
-        captured = io.StringIO()
-        try:
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            sys.stdout = sys.stderr = captured
-            payload = ("returned", _serialisable(fn()), None)
-        except BaseException as exc:  # learner code may raise anything, SystemExit included
-            payload = ("raised", None, describe_exception(exc))
-        try:
-            data = pickle.dumps(payload + (captured.getvalue()[-4000:],))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_end, view):]
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    return pid, read_end, started
+        for fd in (result_r, control_r, reply_w):
+            os.close(fd)
+        _child_main(fn, result_w, control_w, reply_r)
+    for fd in (result_w, control_w, reply_r):
+        os.close(fd)
+    return _Child(pid, result_r, control_r, reply_w, plan, started, db=db)
 
 
-def _collect(child: tuple[int, int, float], deadline: float) -> ChildResult:
-    pid, read_end, started = child
-    chunks, timed_out = [], False
-    try:
-        while True:
+class Supervisor:
+    """Serves the points of one or more running children until each has ended."""
+
+    def __init__(self, children: list[_Child]):
+        self.children = children
+
+    def finished(self, index: int) -> bool:
+        return self.children[index].finished
+
+    def held(self, index: int) -> bool:
+        return self.children[index].held is not None
+
+    def run(self, deadline: float) -> list[ChildResult]:
+        while not all(c.finished for c in self.children):
+            for child in self.children:
+                if child.held is not None and not child.finished:
+                    self._answer(child, child.held, child.held_before)
+            open_fds = {}
+            for child in self.children:
+                if not child.finished:
+                    open_fds[child.result_fd] = child
+                    if child.control_fd >= 0:
+                        open_fds[child.control_fd] = child
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                timed_out = True
+                for child in self.children:
+                    if not child.finished:
+                        self._end(child, timed_out=True)
                 break
-            ready, _, _ = select.select([read_end], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(read_end, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-    if timed_out:
+            wait = min(remaining, 0.05) if any(c.held for c in self.children) else remaining
+            ready, _, _ = select.select(list(open_fds), [], [], wait)
+            for fd in ready:
+                child = open_fds[fd]
+                if child.finished:
+                    continue
+                if fd == child.control_fd:
+                    self._read_control(child)
+                else:
+                    chunk = os.read(fd, 65536)
+                    if chunk and sum(map(len, child.chunks)) < _MESSAGE_LIMIT:
+                        child.chunks.append(chunk)
+                    elif not chunk:
+                        self._end(child)
+        return [c.result for c in self.children]  # type: ignore[misc]
+
+    # messages
+
+    def _read_control(self, child: _Child) -> None:
+        chunk = os.read(child.control_fd, 65536)
+        if not chunk:
+            os.close(child.control_fd)
+            child.control_fd = -1
+            return
+        child.buffer += chunk
+        while len(child.buffer) >= 4:
+            (size,) = struct.unpack(">I", child.buffer[:4])
+            if size > _MESSAGE_LIMIT:
+                return self._broken(child, "an oversized message")
+            if len(child.buffer) < 4 + size:
+                return
+            raw, child.buffer = child.buffer[4:4 + size], child.buffer[4 + size:]
+            try:
+                message = json.loads(raw)
+                self._handle(child, message)
+            except (ValueError, TypeError, IndexError):
+                return self._broken(child, "a message the checker never sends")
+
+    def _handle(self, child: _Child, message: list) -> None:
+        verb = message[0]
+        if verb == "point":
+            point = Point(str(message[1]), str(message[2]))
+            if point.kind == "committed":
+                self._watch(child, allowed=child.commit_open)
+                child.commit_open = False
+                return self._reply(child, Action.GO)
+            self._watch(child, allowed=False)
+            before = list(child.points)
+            child.points.append(point)
+            return self._answer(child, point, before)
+        if verb == "stop":
+            if child.plan.stop_allowed:
+                return self._kill(child)
+            return self._broken(child, "a request to stop where the checker planned none")
+        raise ValueError(verb)
+
+    def _answer(self, child: _Child, point: Point, before: list[Point]) -> None:
+        action = child.plan.decide(point, before, self)
+        if action == Action.HOLD:
+            child.held, child.held_before = point, before
+            return
+        child.held = None
+        if action == Action.KILL:
+            return self._kill(child)
+        if point.kind == "commit" and action == Action.GO:
+            child.commit_open = True
+        self._reply(child, action)
+
+    def _reply(self, child: _Child, action: Action) -> None:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.write(child.reply_fd, action.value.encode())
+        except OSError:
+            pass
+
+    def _watch(self, child: _Child, *, allowed: bool) -> None:
+        """Read the file's data_version: a change is allowed only right after a reported COMMIT."""
+        if not child.db or child.bypass or not child.plan.watch_writes:
+            return
+        version = _data_version(child.db)
+        if version is None:
+            return
+        if child.version is not None and version != child.version and not allowed:
+            last = child.points[-1].describe() if child.points else "the start of the call"
+            child.bypass = (f"the database file changed after {last!r} without a COMMIT through queue.store")
+        child.version = version
+
+    def _kill(self, child: _Child) -> None:
+        try:
+            os.kill(child.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    _, status = os.waitpid(pid, 0)
-    seconds = time.monotonic() - started
-    if timed_out:
-        return ChildResult("timeout", seconds=seconds)
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CRASH_EXIT:
-        return ChildResult("crashed", seconds=seconds)
-    if not chunks:
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-        return ChildResult("died", value=code, seconds=seconds)
-    state, value, error, output = pickle.loads(b"".join(chunks))
-    return ChildResult(state, value, error, output, seconds)
+        child.killed = True
+        self._end(child)
+
+    def _broken(self, child: _Child, what: str) -> None:
+        child.broken = what
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._end(child)
+
+    def _end(self, child: _Child, *, timed_out: bool = False) -> None:
+        if timed_out:
+            try:
+                os.kill(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for fd in (child.result_fd, child.control_fd, child.reply_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        _, status = os.waitpid(child.pid, 0)
+        child.finished = True
+        _data_version_close(child.db)
+        seconds = time.monotonic() - child.started
+        common = {"seconds": seconds, "points": tuple(child.points), "bypass": child.bypass}
+        if timed_out:
+            child.result = ChildResult(Status.TIMEOUT, **common)
+        elif child.killed:
+            child.result = ChildResult(Status.CRASHED, **common)
+        elif child.broken:
+            child.result = ChildResult(Status.DIED, value=f"the process sent the checker {child.broken}", **common)
+        elif not child.chunks:
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+            child.result = ChildResult(Status.DIED, value=code, **common)
+        else:
+            child.result = _decode(b"".join(child.chunks), common)
+
+
+def _decode(data: bytes, common: dict) -> ChildResult:
+    try:
+        payload = json.loads(data)
+        status = Status(payload["status"])
+        error = payload.get("error")
+        if error is not None:
+            error = LearnerError(**{k: error[k] for k in ("type_name", "message", "where", "line", "harness")})
+        if status not in (Status.RETURNED, Status.RAISED):
+            raise ValueError(status)
+        return ChildResult(status, payload.get("value"), error, str(payload.get("output", "")), **common)
+    except (ValueError, KeyError, TypeError):
+        return ChildResult(Status.DIED, value="the process's answer could not be read", **common)
+
+
+_versions: dict[str, sqlite3.Connection] = {}
+
+
+def _data_version(db: str) -> int | None:
+    if not os.path.exists(db):
+        return None
+    try:
+        conn = _versions.get(db)
+        if conn is None:
+            conn = _versions[db] = sqlite3.connect(db, timeout=5, isolation_level=None, check_same_thread=False)
+        return conn.execute("PRAGMA data_version").fetchone()[0]
+    except sqlite3.Error:
+        return None
+
+
+def _data_version_close(db: str) -> None:
+    conn = _versions.pop(db, None)
+    if conn is not None:
+        conn.close()
+
+
+def run_in_child(fn: Callable[[], Any], *, timeout: float = 5.0, plan: Plan | None = None,
+                 db: str | os.PathLike | None = None) -> ChildResult:
+    """Fork, run ``fn()`` in the child under ``plan``, and report how the child ended.
+
+    ``db`` is the database file the parent watches for writes that bypass the store.
+    """
+    return run_together([fn], timeout=timeout, plans=[plan or Plan()], db=db)[0]
+
+
+def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0, plans: list[Plan] | None = None,
+                 db: str | os.PathLike | None = None) -> list[ChildResult]:
+    """Run several children at the same time (for races); results in the given order."""
+    plans = plans or [Plan() for _ in fns]
+    children = [_spawn(fn, plan, os.fspath(db) if db else "") for fn, plan in zip(fns, plans)]
+    return Supervisor(children).run(time.monotonic() + timeout)

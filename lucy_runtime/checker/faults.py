@@ -1,4 +1,9 @@
-"""Statement hooks: where the checker stops, fails or pauses learner code.
+"""Where the checker stops, fails or pauses learner code.
+
+Two halves. In the child, one ``Probe`` (``child.PROBE``) is the store's statement hook and the
+transport's hook in every run: it reports each point to the parent and waits.
+In the parent, a *plan* decides what happens at each point. The child's code is the
+same whatever the plan, so learner code cannot see which experiment it is in.
 
 Points are counted in SQL statements that reach the store (writes and commits), so
 they do not depend on how the learner arranged the code: "before the 2nd write of
@@ -8,104 +13,99 @@ statement with RETURNING.
 
 from __future__ import annotations
 
-import os
-import sqlite3
-import time
-from pathlib import Path
+from typing import Callable
 
-from .child import CRASH_EXIT
+from .child import CRASH_KINDS, PROBE, Action, InjectedFault, Plan, Point, Probe, Supervisor
 
-POINT_KINDS = ("write", "commit", "send", "accepted")
-"""Crash points: before each write and commit reaching the store, before a send reaches
-the remote service, and just after the service accepted it."""
+POINT_KINDS = CRASH_KINDS
 
 
-class CountPoints:
-    """Counts the crash points a call passes through, and remembers what they were."""
-
-    def __init__(self) -> None:
-        self.points: list[str] = []
-
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind in POINT_KINDS:
-            self.points.append(f"{kind}: {' '.join(sql.split())[:60]}")
+def crash_points(points: tuple[Point, ...] | list[Point]) -> list[str]:
+    """The crash points among reported points, as "kind: statement"."""
+    return [p.describe() for p in points if p.kind in POINT_KINDS]
 
 
-class CrashAt:
-    """Ends the process (as a power cut would) just before the ``n``-th point."""
-
-    def __init__(self, n: int):
-        self.n, self.seen = n, 0
-
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind in POINT_KINDS:
-            self.seen += 1
-            if self.seen == self.n:
-                os._exit(CRASH_EXIT)
+class Count(Plan):
+    """Lets everything through; the parent records the points."""
 
 
-class InjectedFault(sqlite3.OperationalError):
-    """A database error the checker raised on purpose (the disk said no)."""
+class Stop(Plan):
+    """Lets everything through, and kills the child when it asks to stop (``ctx.stop()``)."""
+
+    stop_allowed = True
 
 
-class FaultAt:
-    """Raises a database error instead of running the ``n``-th write."""
+class CrashAt(Plan):
+    """Kills the child just before the ``n``-th point of ``kinds`` (that match ``where``)."""
+
+    def __init__(self, n: int, kinds: tuple[str, ...] = POINT_KINDS, where: Callable[[Point], bool] | None = None):
+        self.n, self.kinds, self.where = n, kinds, where
+
+    def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
+        if point.kind not in self.kinds or (self.where is not None and not self.where(point)):
+            return Action.GO
+        seen = sum(1 for p in before if p.kind in self.kinds and (self.where is None or self.where(p)))
+        return Action.KILL if seen + 1 == self.n else Action.GO
+
+
+class FaultAt(Plan):
+    """Makes the ``n``-th write fail with a database error instead of running it."""
 
     def __init__(self, n: int):
-        self.n, self.seen = n, 0
+        self.n = n
 
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind == "write":
-            self.seen += 1
-            if self.seen == self.n:
-                raise InjectedFault("disk I/O error (injected by the checker)")
+    def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
+        if point.kind != "write":
+            return Action.GO
+        return Action.FAULT if sum(1 for p in before if p.kind == "write") + 1 == self.n else Action.GO
 
 
-class PauseForRival:
-    """Pauses once, at the first BEGIN that follows other statements of the same call.
+class PauseForRival(Plan):
+    """The first racer: held once at a BEGIN until the rival (child ``rival``) has finished.
 
-    That is the moment a check-then-act implementation has looked but not yet acted,
-    and holds no lock. The rival process runs its whole call meanwhile. An
-    implementation that looks and acts in one transaction never pauses.
+    ``at_first_begin`` holds it at its very first BEGIN: a check made before that,
+    outside any transaction (a ``store.query`` or a connection of its own), is then
+    stale by the time it acts. Otherwise it is held at the first BEGIN that follows
+    other statements of the same call: the moment a check-then-act split over two
+    transactions has looked but not yet acted. An implementation that looks and acts
+    in one transaction is right either way.
     """
 
-    def __init__(self, flags: Path, *, wait_seconds: float = 3.0):
-        self.flags = flags
-        self.wait_seconds = wait_seconds
-        self.statements = 0
-        self.paused = False
+    watch_writes = False
 
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind == "begin" and self.statements and not self.paused:
-            self.paused = True
-            (self.flags / "first-paused").touch()
-            deadline = time.monotonic() + self.wait_seconds
-            while not (self.flags / "rival-done").exists() and time.monotonic() < deadline:
-                time.sleep(0.005)
-        self.statements += 1
+    def __init__(self, rival: int, *, at_first_begin: bool):
+        self.rival, self.at_first_begin = rival, at_first_begin
+        self.paused_at: Point | None = None
+        self.released = False
 
-
-def wait_for_turn(flags: Path, *, wait_seconds: float = 3.0) -> None:
-    """The rival's side: start once the first process has paused or finished."""
-    deadline = time.monotonic() + wait_seconds
-    while time.monotonic() < deadline:
-        if (flags / "first-paused").exists() or (flags / "first-done").exists():
-            return
-        time.sleep(0.005)
+    def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
+        if self.released:
+            return Action.GO
+        if self.paused_at is None:
+            if point.kind != "begin" or (not self.at_first_begin and not before):
+                return Action.GO
+            self.paused_at = point
+        if supervisor.finished(self.rival):
+            self.released = True
+            return Action.GO
+        return Action.HOLD
 
 
-class CrashAtWrite:
-    """Ends the process just before the ``n``-th *write* (commits not counted).
+class Rival(Plan):
+    """The second racer: its first point waits until the first racer is paused or done."""
 
-    "Before the 2nd write of finish" is the gap between marking work done and
-    inserting its report, however the learner spelled those writes.
-    """
+    watch_writes = False
 
-    def __init__(self, n: int):
-        self.n, self.seen = n, 0
+    def __init__(self, first: int):
+        self.first = first
+        self.started = False
 
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind == "write":
-            self.seen += 1
-            if self.seen == self.n:
-                os._exit(CRASH_EXIT)
+    def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
+        if not self.started and not (supervisor.held(self.first) or supervisor.finished(self.first)):
+            return Action.HOLD
+        self.started = True
+        return Action.GO
+
+
+__all__ = ["POINT_KINDS", "PROBE", "Count", "CrashAt", "FaultAt", "InjectedFault", "PauseForRival", "Probe", "Rival",
+           "Stop", "crash_points"]

@@ -21,7 +21,9 @@ from ..model import InvocationLog, ScriptedModel
 from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
-from .child import CRASH_EXIT, ChildResult, run_in_child, run_together
+from . import child as _child
+from .child import ChildResult, Plan, run_in_child, run_together
+from .child import PROBE
 from .observe import Snapshot, observe_many
 
 
@@ -105,7 +107,7 @@ class ProbeLoop:
     def run(self, session_id: str, text: str) -> LoopResult:
         answer = self._loop.run(session_id, text)
         if self._crash:
-            os._exit(CRASH_EXIT)
+            _child.request_stop()
         return LoopResult(f"{answer.text} [{self._marker}]", self._addressed_to, answer.model_calls)
 
 
@@ -132,30 +134,15 @@ class Ctx:
     def service(self, script=None, *, idempotent: bool = False) -> FakeService:
         return FakeService(self.scenario.log, script=script, idempotent=idempotent)
 
-    def transport(self, script=None, *, idempotent: bool = False, crash_after_accept: bool = False,
-                  hook=None) -> FakeTransport:
-        """A transport to the scenario's service. ``hook`` also sees the points "send" and "accepted"."""
-        if crash_after_accept:
-            on_accepted = lambda _receipt: os._exit(CRASH_EXIT)  # noqa: E731
-        elif hook is not None:
-            on_accepted = lambda receipt: hook("accepted", f"service accepted {receipt.report_id}")  # noqa: E731
-        else:
-            on_accepted = None
-        before_send = (lambda report: hook("send", f"send {report.report_id}")) if hook is not None else None
-        return FakeTransport(self.service(script, idempotent=idempotent), before_send=before_send,
-                             on_accepted=on_accepted)
-
-    @contextmanager
-    def armed(self, hook) -> Iterator[None]:
-        self.store.set_hook(hook)
-        try:
-            yield
-        finally:
-            self.store.set_hook(None)
+    def transport(self, script=None, *, idempotent: bool = False) -> FakeTransport:
+        """A transport to the scenario's service; it reports the points "send" and "accepted" like the store."""
+        return FakeTransport(self.service(script, idempotent=idempotent),
+                             before_send=lambda report: PROBE("send", f"send {report.report_id}"),
+                             on_accepted=lambda receipt: PROBE("accepted", f"service accepted {receipt.report_id}"))
 
     def stop(self) -> None:
-        """The process dies here, with nothing flushed or closed."""
-        os._exit(CRASH_EXIT)
+        """The process dies here (the parent kills it), with nothing flushed or closed."""
+        _child.request_stop()
 
     # Calls that check the learner kept the contract, so rows read plain values.
 
@@ -210,17 +197,15 @@ class Ctx:
 class Scenario:
     def __init__(self, harness: "Harness", name: str):
         self.harness = harness
-        self.dir = harness.workdir / name
-        self.dir.mkdir(parents=True)
+        self.name = name
+        # Opaque folder names: learner code must not learn which experiment it is in from its path.
+        self.dir = harness.workdir / os.urandom(8).hex()
+        self.dir.mkdir(mode=0o777)
+        self.dir.chmod(0o777)
         self.db = self.dir / "lucy.sqlite3"
         self.log = self.dir / "service.sqlite3"
         self.calls = self.dir / "model-calls.log"
-        (self.dir / "flags").mkdir()
         self._fresh = True
-
-    @property
-    def flags(self) -> Path:
-        return self.dir / "flags"
 
     def _child(self, script: Callable[[Ctx], Any]) -> Callable[[], Any]:
         make_schema, self._fresh = self._fresh, False
@@ -234,14 +219,17 @@ class Scenario:
 
         return child
 
-    def run(self, script: Callable[[Ctx], Any], *, timeout: float | None = None) -> ChildResult:
-        return run_in_child(self._child(script), timeout=timeout or self.harness.timeout)
+    def run(self, script: Callable[[Ctx], Any], *, plan: Plan | None = None,
+            timeout: float | None = None) -> ChildResult:
+        return run_in_child(self._child(script), plan=plan, db=self.db, timeout=timeout or self.harness.timeout)
 
-    def race(self, scripts: list[Callable[[Ctx], Any]], *, timeout: float | None = None) -> list[ChildResult]:
+    def race(self, scripts: list[Callable[[Ctx], Any]], plans: list[Plan], *,
+             timeout: float | None = None) -> list[ChildResult]:
         first = self.run(lambda c: None)  # the schema exists before the racers start
         if not first.ok:
             return [first] * len(scripts)
-        return run_together([self._child(s) for s in scripts], timeout=timeout or 2 * self.harness.timeout)
+        return run_together([self._child(s) for s in scripts], plans=plans, db=self.db,
+                            timeout=timeout or 2 * self.harness.timeout)
 
     def target(self) -> dict:
         return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}
@@ -264,6 +252,8 @@ class Harness:
         self.crash_points = 0  # crash points tried so far in this grading run
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="lucy-check-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir.chmod(0o711)  # scenario folders can be entered by name, never listed
         self._names = 0
 
     def scenario(self, name: str) -> Scenario:

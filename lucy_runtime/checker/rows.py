@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ..loop import LoopResult
 from .child import ChildResult
-from .faults import CountPoints, CrashAt, PauseForRival, wait_for_turn
+from .faults import Count, CrashAt, FaultAt, PauseForRival, Rival, Stop, crash_points
 from .harness import Ctx, Harness
 from .observe import Snapshot, observe_many
 
@@ -65,6 +65,10 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
     """The child's answer, or a Fail that says in plain words how it ended instead."""
     if expect == "crashed" and harness is not None:
         harness.crash_points += 1
+    if result.bypass:
+        raise Fail(f"{what}: {result.bypass}",
+                   "Every write must go through `with queue.store.transaction() as tx:`. A connection of your own "
+                   "(sqlite3.connect) commits behind the checker's back, so its crash points are never tried.")
     if result.status == expect:
         return result.value
     if result.status == "raised":
@@ -84,7 +88,9 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
                    "The checker stops the process at a SQL statement sent through queue.store. "
                    "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
-    raise Fail(f"{what}: the process died unexpectedly (exit status {result.value})")
+    raise Fail(f"{what}: the process ended on its own before the checker stopped it ({result.value})",
+               "Only the checker ends the process in an experiment. Code that calls os._exit, sys.exit or kills "
+               "its own process cannot be checked.")
 
 
 def expect(condition: bool, observation: str, hint: str | None = None) -> None:
@@ -117,44 +123,71 @@ def admit_and_claim(c: Ctx, source: str, session: str, text: str, worker: str) -
     return assignment
 
 
-def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any, Any], Any],
+def preparation(h: Harness, name: str, setup: Callable[[Ctx], Any]) -> tuple:
+    """The points that preparing a scenario passes (schema included), from a run of the preparation alone.
+
+    Every run reports every point, so the plans count from the start of the run and
+    skip these.
+    """
+    counted = h.scenario(f"{name}-preparation").run(setup, plan=Count())
+    ok(counted, f"preparing {name}")
+    return counted.points
+
+
+def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
           judge: Callable[[Snapshot, str], None], *, after: Callable[[Ctx], Any] | None = None) -> list[str]:
     """Crash ``call`` before each of its points in turn; reopen; judge what a fresh process sees.
 
-    ``setup`` prepares the scenario (committed before the call); ``call(ctx, state, hook)``
-    is the call under test, with the hook also given to any transport; ``after`` runs
+    ``setup`` prepares the scenario (committed before the call); ``call(ctx, state)``
+    is the call under test; ``after`` runs
     in a new process once the crashed one is gone (a restart, a redelivery).
     Returns the points, in order, as "kind: statement".
     """
-    dry = h.scenario(f"{name}-points")
+    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
+        call(c, setup(c))
 
-    def count(c: Ctx):
-        state = setup(c)
-        counter = CountPoints()
-        with c.armed(counter):
-            call(c, state, counter)
-        return counter.points
-
-    points = ok(dry.run(count), f"{name} without a crash")
+    before = preparation(h, name, setup)
+    dry = h.scenario(name)
+    counted = dry.run(script, plan=Count())
+    ok(counted, f"{name} without a crash")
+    expect(counted.points[:len(before)] == before,
+           f"preparing {name} did not send the same statements twice in a row, so its crash points cannot be found")
+    skip = len(crash_points(before))
+    points = crash_points(counted.points[len(before):])
     expect(any(p.startswith("write") for p in points),
            f"{name} sent no write through queue.store, so nothing it does can be committed")
     scenarios = []
     for n in range(1, len(points) + 1):
-        s = h.scenario(f"{name}-crash-{n}")
-
-        def crash(c: Ctx, n: int = n):
-            state = setup(c)
-            point = CrashAt(n)
-            with c.armed(point):
-                call(c, state, point)
-
-        ok(s.run(crash), f"{name} stopped before {points[n - 1]}", expect="crashed", harness=h)
+        s = h.scenario(f"{name}-crash")
+        ok(s.run(script, plan=CrashAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
+           harness=h)
         if after is not None:
             ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
         scenarios.append(s)
     for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
         judge(seen(snap), f"stopping {name} before {points[n - 1]!r}")
     return points
+
+
+def race(h: Harness, name: str, setup: Callable[[Ctx], Any] | None, first: Callable[[Ctx], Any],
+         rival: Callable[[Ctx], Any], names: tuple[str, str]) -> list[tuple[Any, Any, Snapshot]]:
+    """Run ``first`` and ``rival`` at the same moment, in two rounds, each on a fresh scenario.
+
+    ``first`` is held until ``rival`` has finished: in round one at its very first BEGIN
+    (a check made outside any transaction is stale by then), in round two at its first
+    BEGIN after other statements (a check-then-act split over two transactions).
+    Returns, per round, both answers and what a fresh process saw afterwards.
+    """
+
+    rounds = []
+    for at_first_begin in (True, False):
+        s = h.scenario(name)
+        if setup is not None:
+            ok(s.run(setup), f"{name}: preparing the race")
+        results = s.race([first, rival], [PauseForRival(1, at_first_begin=at_first_begin), Rival(0)])
+        a, b = (ok(r, n) for r, n in zip(results, names))
+        rounds.append((a, b, seen(s.observe())))
+    return rounds
 
 
 # --- schema and admission ------------------------------------------------------
@@ -166,7 +199,7 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
           "text, state) and report(report_id, work_id, generation, session_id, body, delivery).")
 def schema_columns(h: Harness) -> str:
     s = h.scenario("schema")
-    ok(s.run(lambda c: c.stop()), "create_schema, then the process dies", expect="crashed", harness=h)
+    ok(s.run(lambda c: c.stop(), plan=Stop()), "create_schema, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     return (f"a fresh process found the tables {snap.tables['work']!r} and {snap.tables['report']!r} "
             "with every column it reads")
@@ -178,7 +211,7 @@ def schema_columns(h: Harness) -> str:
 def restart_keeps_work(h: Harness) -> str:
     s = h.scenario("restart")
     source, session, text = h.source_id(), h.session_id(), h.text()
-    ok(s.run(lambda c: [c.admit(c.queue(), source, session, text), c.stop()]),
+    ok(s.run(lambda c: [c.admit(c.queue(), source, session, text), c.stop()], plan=Stop()),
        "admit, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     rows = snap.work_for(source)
@@ -268,29 +301,17 @@ def distinct_occurrences(h: Harness) -> str:
      hint="Look up and insert in one transaction (or rely on a UNIQUE constraint on source_id with ON CONFLICT), "
           "so no other process can slip in between the look and the write.")
 def admit_concurrent(h: Harness) -> str:
-    s = h.scenario("admit-race")
     source, session, text = h.source_id(), h.session_id(), h.text()
 
-    def first(c: Ctx):
-        try:
-            with c.armed(PauseForRival(s.flags)):
-                return c.admit(c.queue(), source, session, text)
-        finally:
-            (s.flags / "first-done").touch()
+    def admit(c: Ctx):
+        return c.admit(c.queue(), source, session, text)
 
-    def rival(c: Ctx):
-        try:
-            wait_for_turn(s.flags)
-            return c.admit(c.queue(), source, session, text)
-        finally:
-            (s.flags / "rival-done").touch()
-
-    a, b = (ok(r, f"{name} admitting process") for r, name in zip(s.race([first, rival]), ("the first", "the second")))
-    outcomes = sorted([a["outcome"], b["outcome"]])
-    rows = seen(s.observe()).work_for(source)
-    expect(len(rows) == 1, f"two processes admitting one occurrence together left {len(rows)} work rows")
-    expect(outcomes == ["accepted", "duplicate"], f"the two admissions answered {outcomes}, not accepted and duplicate")
-    return "two racing admissions of one occurrence: one row, ACCEPTED and DUPLICATE"
+    for a, b, snap in race(h, "admit-race", None, admit, admit, ("the first admitting process", "the second")):
+        outcomes = sorted([a["outcome"], b["outcome"]])
+        rows = snap.work_for(source)
+        expect(len(rows) == 1, f"two processes admitting one occurrence together left {len(rows)} work rows")
+        expect(outcomes == ["accepted", "duplicate"], f"the two admissions answered {outcomes}, not accepted and duplicate")
+    return "two racing admissions of one occurrence, in both orders of pause: one row, ACCEPTED and DUPLICATE"
 
 
 # --- bounded admission and the claim -------------------------------------------
@@ -415,29 +436,16 @@ def claim_one(h: Harness) -> str:
      covers="Step 4: one atomic claim: two workers claiming at the same moment never share a request",
      hint="Select and mark the row inside one transaction, so nobody can claim between your look and your write.")
 def claim_concurrent(h: Harness) -> str:
-    s = h.scenario("claim-race")
     sources, session, text = [h.source_id(), h.source_id()], h.session_id(), h.text()
-    setup = s.run(lambda c: [c.admit(c.queue(), src, session, text) for src in sources])
-    ok(setup, "admitting two requests")
 
-    def first(c: Ctx):
-        try:
-            with c.armed(PauseForRival(s.flags)):
-                return c.claim(c.queue(), "w1")
-        finally:
-            (s.flags / "first-done").touch()
+    def setup(c: Ctx):
+        return [c.admit(c.queue(), src, session, text) for src in sources]
 
-    def rival(c: Ctx):
-        try:
-            wait_for_turn(s.flags)
-            return c.claim(c.queue(), "w2")
-        finally:
-            (s.flags / "rival-done").touch()
-
-    a, b = (ok(r, name) for r, name in zip(s.race([first, rival]), ("the first worker's claim", "the second worker's claim")))
-    expect(a is not None and b is not None, "a worker got nothing although two requests were pending")
-    expect(not same_id(a["work_id"], b["work_id"]), f"two workers both claimed work {a['work_id']!r}")
-    return "two racing workers claimed two different requests"
+    for a, b, _ in race(h, "claim-race", setup, lambda c: c.claim(c.queue(), "w1"), lambda c: c.claim(c.queue(), "w2"),
+                        ("the first worker's claim", "the second worker's claim")):
+        expect(a is not None and b is not None, "a worker got nothing although two requests were pending")
+        expect(not same_id(a["work_id"], b["work_id"]), f"two workers both claimed work {a['work_id']!r}")
+    return "two racing workers claimed two different requests, in both orders of pause"
 
 
 # --- the loop, the result and the report ---------------------------------------
@@ -581,7 +589,7 @@ def _finish_setup(h: Harness):
 def finish_atomic(h: Harness) -> str:
     source, session, text, marker, result = _finish_setup(h)
     points = sweep(h, "finish", lambda c: admit_and_claim(c, source, session, text, "w1"),
-                   lambda c, a, hook: c.finish(c.queue(), a["work_id"], result),
+                   lambda c, a: c.finish(c.queue(), a["work_id"], result),
                    lambda snap, where: _judge_completion(snap, source, where))
     return f"{len(points)} crash points inside finish: every reopen showed both halves or neither"
 
@@ -607,7 +615,7 @@ def finish_durable(h: Harness) -> str:
         c.finish(c.queue(), a["work_id"], result)
         c.stop()
 
-    ok(s.run(script), "finish, then the process dies", expect="crashed", harness=h)
+    ok(s.run(script, plan=Stop()), "finish, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     work = snap.work_for(source)
     expect(len(work) == 1 and work[0]["state"] == "done", f"after the restart the work is {[w['state'] for w in work]}")
@@ -631,7 +639,7 @@ def running_crash_visible(h: Harness) -> str:
         c.admit(q, source, session, text)
         c.work_once(q, c.loop(marker, crash=True), "w1")
 
-    ok(s.run(crash), "a worker dies inside the loop", expect="crashed", harness=h)
+    ok(s.run(crash, plan=Stop()), "a worker dies inside the loop", expect="crashed", harness=h)
     after = ok(s.run(lambda c: c.work_once(c.queue(), c.loop(marker), "w2")), "a new worker polls")
     snap = seen(s.observe())
     work = snap.work_for(source)
@@ -670,34 +678,29 @@ def _finished(c: Ctx, source: str, session: str, text: str, marker: str) -> dict
      hint="Let the error leave the `with queue.store.transaction()` block: the store rolls back and re-raises. "
           "Do not catch it inside finish.")
 def finish_rollback(h: Harness) -> str:
-    from .faults import FaultAt
-
     source, session, text, marker, result = _finish_setup(h)
     dry = h.scenario("rollback-points")
 
-    def count(c: Ctx):
-        a = admit_and_claim(c, source, session, text, "w1")
-        counter = CountPoints()
-        with c.armed(counter):
-            c.finish(c.queue(), a["work_id"], result)
-        return sum(1 for p in counter.points if p.startswith("write"))
+    def prepare(c: Ctx):
+        return admit_and_claim(c, source, session, text, "w1")
 
-    writes = ok(dry.run(count), "finish without a failure")
+    def fault(c: Ctx):  # the same code with and without a planned failure
+        a = prepare(c)
+        try:
+            c.finish(c.queue(), a["work_id"], result)
+        except Exception as exc:
+            return f"raised {type(exc).__name__}"
+        return "returned"
+
+    skip = sum(1 for p in preparation(h, "rollback", prepare) if p.kind == "write")
+    counted = dry.run(fault, plan=Count())
+    ok(counted, "finish without a failure")
+    writes = sum(1 for p in counted.points if p.kind == "write") - skip
     expect(writes > 0, "finish wrote nothing through queue.store")
     scenarios = []
     for n in range(1, writes + 1):
-        s = h.scenario(f"fault-{n}")
-
-        def fault(c: Ctx, n=n):
-            a = admit_and_claim(c, source, session, text, "w1")
-            with c.armed(FaultAt(n)):
-                try:
-                    c.finish(c.queue(), a["work_id"], result)
-                except Exception as exc:
-                    return f"raised {type(exc).__name__}"
-            return "returned"
-
-        answer = ok(s.run(fault), f"finish with its write {n} failing")
+        s = h.scenario("fault")
+        answer = ok(s.run(fault, plan=FaultAt(skip + n)), f"finish with its write {n} failing")
         expect(answer.startswith("raised"), f"when write {n} of finish failed, finish returned as if it had "
                "succeeded: the caller cannot know the report was not stored")
         scenarios.append(s)
@@ -798,9 +801,10 @@ def delivery_crash_after_accept(h: Harness) -> str:
 
     def crash(c: Ctx):
         _finished(c, source, session, text, marker)
-        c.deliver_one(c.transport([], crash_after_accept=True))
+        c.deliver_one(c.transport([]))
 
-    ok(s.run(crash), "the process dies after the service accepted", expect="crashed", harness=h)
+    ok(s.run(crash, plan=CrashAt(1, kinds=("accepted",))), "the process dies after the service accepted",
+       expect="crashed", harness=h)
     later = ok(s.run(lambda c: c.deliver_one(c.transport([]))), "a new process delivers")
     snap = seen(s.observe())
     expect(len(snap.accepted) == 1, f"after the restart the service has {len(snap.accepted)} accepted sends")
@@ -817,7 +821,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
 def delivery_sweep(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
     points = sweep(h, "deliver_one", lambda c: _finished(c, source, session, text, marker),
-                   lambda c, _, hook: c.deliver_one(c.transport([], hook=hook)), _judge_delivery,
+                   lambda c, _: c.deliver_one(c.transport([])), _judge_delivery,
                    after=lambda c: [c.deliver_one(c.transport([])) for _ in range(2)])
     return f"{len(points)} crash points in deliver_one: never a second send, never confirmed without a send"
 
@@ -1040,7 +1044,7 @@ def crash_sweep(h: Harness) -> str:
         expect(rows[0]["text"] == text and rows[0]["state"] == "pending", f"{where} changed the request")
 
     tried["admit"] = len(sweep(h, "admit", lambda c: None,
-                               lambda c, _, hook: c.admit(c.queue(), source, session, text), judge_admit,
+                               lambda c, _: c.admit(c.queue(), source, session, text), judge_admit,
                                after=lambda c: c.admit(c.queue(), source, session, text)))
 
     def admitted(c: Ctx) -> None:
@@ -1052,9 +1056,9 @@ def crash_sweep(h: Harness) -> str:
                f"{where} left the request {[r['state'] for r in rows]}: it must stay pending or be running")
         expect(not snap.reports, f"{where} created a report")
 
-    tried["claim"] = len(sweep(h, "claim", admitted, lambda c, _, hook: c.claim(c.queue(), "w1"), judge_claim))
+    tried["claim"] = len(sweep(h, "claim", admitted, lambda c, _: c.claim(c.queue(), "w1"), judge_claim))
     tried["finish"] = len(sweep(h, "finish", lambda c: admit_and_claim(c, source, session, text, "w1"),
-                                lambda c, a, hook: c.finish(c.queue(), a["work_id"], result),
+                                lambda c, a: c.finish(c.queue(), a["work_id"], result),
                                 lambda snap, where: _judge_completion(snap, source, where)))
 
     def second_run(c: Ctx) -> dict:
@@ -1074,9 +1078,9 @@ def crash_sweep(h: Harness) -> str:
                f"{where} left the second generation {work['state']!r} with {len(new)} new reports")
 
     tried["second finish"] = len(sweep(h, "second-finish", second_run,
-                                       lambda c, a, hook: c.finish(c.queue(), a["work_id"], result), judge_generation))
+                                       lambda c, a: c.finish(c.queue(), a["work_id"], result), judge_generation))
     tried["deliver_one"] = len(sweep(h, "deliver", lambda c: _finished(c, source, session, text, first_marker),
-                                     lambda c, _, hook: c.deliver_one(c.transport([], hook=hook)), _judge_delivery,
+                                     lambda c, _: c.deliver_one(c.transport([])), _judge_delivery,
                                      after=lambda c: [c.deliver_one(c.transport([])) for _ in range(2)]))
     total = sum(tried.values())
     return f"{total} crash points tried ({', '.join(f'{k} {v}' for k, v in tried.items())}); every invariant held"

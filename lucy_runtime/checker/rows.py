@@ -95,10 +95,13 @@ def expect(condition: bool, observation: str, hint: str | None = None) -> None:
 def seen(snapshot: Snapshot) -> Snapshot:
     """Stop early when the observer could not find the learner's tables at all."""
     if snapshot.problems:
-        raise Fail("the observer, reading the database file from a fresh process, found "
-                   + "; ".join(snapshot.problems),
-                   "Keep the columns the observer reads (see the schema cell) and write through queue.store: "
-                   "a connection or file of your own is invisible to everyone else.")
+        found = "the observer, reading the database file from a fresh process, found " + "; ".join(snapshot.problems)
+        if snapshot.ambiguous:
+            raise Fail(found, "The observer finds your tables by the columns it reads. Name the table your code "
+                              f"writes {' and '.join(repr(t) for t in snapshot.ambiguous)} as in the schema cell, or "
+                              "give the other tables other column names; views over your tables are fine.")
+        raise Fail(found, "Keep the columns the observer reads (see the schema cell) and write through queue.store: "
+                          "a connection or file of your own is invisible to everyone else.")
     return snapshot
 
 

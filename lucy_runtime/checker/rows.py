@@ -363,6 +363,12 @@ def refused_leaves_no_trace(h: Harness) -> str:
     done = [r for r in reports if r is not None]
     expect(len(done) == 1, f"the worker produced {len(done)} reports from one accepted request")
     expect(snap.model_calls == 1, f"the model was called {snap.model_calls} times for one accepted request")
+    worked = snap.work_for(kept)
+    expect(len(worked) == 1 and worked[0]["state"] == "done",
+           f"work_once returned a report for the accepted request, but a fresh process finds it "
+           f"{[w['state'] for w in worked]}, not done: it still holds the only place in the queue",
+           "finish must mark the work done and store its report in one committed transaction; work that never "
+           "becomes done keeps its place, so nothing else can be admitted.")
     expect(again["outcome"] == "accepted",
            f"a refused request sent again after the queue emptied was {again['outcome']!r}, not accepted: "
            "the refusal left something behind")
@@ -816,7 +822,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
 @row("delivery-never-confirmed-unsent", unit="B", topic="delivery",
      covers="Delivery crash sweep: a crash at any statement never leaves 'confirmed' without an accepted send, "
             "nor a second send",
-     hint="Record 'confirmed' only after the transport returned a Receipt, never before the send.")
+     hint="Commit 'sending' before calling the transport, and record 'confirmed' only after it returned a Receipt.")
 def delivery_sweep(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
     points = sweep(h, "deliver_one", lambda c: _finished(c, source, session, text, marker),
@@ -829,9 +835,12 @@ def _judge_delivery(snap: Snapshot, where: str) -> None:
     where += " and restarting"
     for report in snap.reports:
         sends = [a for a in snap.accepted if str(a["report_id"]) == str(report["report_id"])]
-        expect(len(sends) <= 1, f"{where} sent report {report['report_id']} {len(sends)} times")
+        expect(len(sends) <= 1, f"{where} sent report {report['report_id']} {len(sends)} times",
+               "Commit 'sending' in a transaction of its own before calling the transport, and send only "
+               "'pending' reports: a process that dies after the send then leaves a report no restart sends again.")
         expect(not (report["delivery"] == "confirmed" and not sends),
-               f"{where} left report {report['report_id']} confirmed but never sent")
+               f"{where} left report {report['report_id']} confirmed but never sent",
+               "Record 'confirmed' only after the transport returned a Receipt, never before the send.")
 
 
 @row("reconcile-unknown", unit="B", topic="recovery",

@@ -8,6 +8,7 @@ import pytest
 
 from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
 from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
 from lucy_runtime.educator.cases import Edit, by_name
 
 from .conftest import learner_with
@@ -49,8 +50,7 @@ def test_a_syntax_error_is_reported_as_such(reference_cells):
 
 
 def test_the_blank_release_stub_is_reported_as_not_written_yet(reference_cells):
-    cells = edited(reference_cells, "schema",
-                   "raise NotImplementedError(\"write this function, then run the cell\")")
+    cells = edited(reference_cells, "schema", f"raise NotImplementedError({STUB_MESSAGE!r})")
     result = run_one(cells, "schema-columns")
     assert "not written yet" in result.observation
     assert "NotImplementedError" in result.hint
@@ -128,8 +128,42 @@ def test_ready_fails_on_the_release_stub_and_on_a_missing_function_and_passes_on
 
     written = kernel_namespace(reference_cells)
     ready("admit", "finish", namespace=written)
-    stub = kernel_namespace(edited(reference_cells, "admit", 'raise NotImplementedError("write this function")'))
+    stub = kernel_namespace(edited(reference_cells, "admit", f"raise NotImplementedError({STUB_MESSAGE!r})"))
     with pytest.raises(NotWrittenYet, match="not written yet: admit"):
         ready("admit", "finish", namespace=stub)
     with pytest.raises(NotWrittenYet, match="not defined: deliver_everything"):
         ready("admit", "deliver_everything", namespace=written)
+
+
+DELIBERATE = 'raise NotImplementedError("taking over running work needs chapter 12")'
+
+
+def test_ready_names_only_the_release_stub_not_written(reference_cells):
+    from lucy_runtime.checker import NotWrittenYet, ready
+
+    deliberate = kernel_namespace(edited(reference_cells, "requeue", "if work_id is None:\n    " + DELIBERATE
+                                         + "\nreturn None"))
+    ready("requeue", namespace=deliberate)
+    only_deliberate = kernel_namespace(edited(reference_cells, "requeue", DELIBERATE))
+    ready("requeue", namespace=only_deliberate)  # written, if unhelpfully: its rows say why
+    stub = kernel_namespace(edited(reference_cells, "requeue", f"# YOUR CODE HERE\nraise NotImplementedError({STUB_MESSAGE!r})"))
+    with pytest.raises(NotWrittenYet, match="not written yet: requeue"):
+        ready("requeue", namespace=stub)
+
+
+def test_a_deliberate_not_implemented_error_is_the_learners_error_not_an_unwritten_cell(reference_cells):
+    result = run_one(edited(reference_cells, "admit", DELIBERATE), "duplicate-identical")
+    assert "not written yet" not in result.observation
+    assert "your code raised NotImplementedError: taking over running work needs chapter 12" in result.observation
+
+
+def test_every_function_of_the_blank_release_is_the_release_stub_nbgrader_writes():
+    from lucy_runtime.notebook import learner_implementation
+
+    from .conftest import REPO
+
+    assert f'raise NotImplementedError(\\"{STUB_MESSAGE}\\")' in (REPO / "nbgrader_config.py").read_text()
+    namespace = SourceLearner(learner_implementation(REPO / "release")).namespace()
+    learner_functions = [v for v in namespace.values() if callable(v) and getattr(v, "__module__", "") == "learner"]
+    assert len(learner_functions) >= 10 and all(is_release_stub(f) for f in learner_functions)
+    assert not any(is_release_stub(f) for f in kernel_namespace(learner_implementation(REPO / "source")).values())

@@ -18,6 +18,7 @@ from typing import Iterable
 from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
 from .rows import ROWS, TOPICS, Fail, Row
+from .stub import is_release_stub
 
 
 def select_rows(topic: str) -> list[Row]:
@@ -122,10 +123,10 @@ class NotWrittenYet(AssertionError):
 
 
 def ready(*names: str, namespace: dict | None = None) -> None:
-    """Fail fast unless each named function is defined and written (no longer raises NotImplementedError)."""
+    """Fail fast unless each named function is defined and no longer the release stub."""
     ns = namespace if namespace is not None else _caller_namespace()
     missing = [n for n in names if not callable(ns.get(n))]
-    stubs = [n for n in names if n not in missing and "NotImplementedError" in ns[n].__code__.co_names]
+    stubs = [n for n in names if n not in missing and is_release_stub(ns[n])]
     if missing or stubs:
         parts = ([f"not defined: {', '.join(missing)}"] if missing else []) + \
                 ([f"not written yet: {', '.join(stubs)}"] if stubs else [])

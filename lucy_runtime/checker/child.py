@@ -22,6 +22,7 @@ writes to its pipes can at worst garble its own answer.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import linecache
@@ -108,7 +109,7 @@ class ChildResult:
 
 
 class Plan:
-    """The parent's side of an armed child: what to do at each point. This one only counts."""
+    """The parent's side of a child: what to do at each point it reports. This one only counts."""
 
     stop_allowed = False
     watch_writes = True  # off in races, where the rival's commits change the file too
@@ -140,7 +141,7 @@ class InjectedFault(sqlite3.OperationalError):
 
 
 def report_point(kind: str, sql: str) -> None:
-    """Called by the store hook and the transport in an armed child; blocks until the parent answers."""
+    """Called by the store and the transport in a checker child; blocks until the parent answers."""
     if _channel is None:
         return
     if _channel.ask(["point", kind, sql[:500]]) == Action.FAULT.value.encode():
@@ -211,10 +212,19 @@ def describe_exception(exc: BaseException) -> LearnerError:
     return LearnerError(type(exc).__name__, message, where, line, harness)
 
 
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    return repr(value)
+
+
 def _plain(value: Any) -> Any:
-    """Answers travel as JSON: tuples become lists, anything else unknown becomes its repr."""
+    """Answers travel as JSON: tuples become lists, dataclasses dicts, enums their values,
+    anything else unknown its repr."""
     try:
-        return json.loads(json.dumps(value, default=repr))
+        return json.loads(json.dumps(value, default=_jsonable))
     except (TypeError, ValueError):
         return repr(value)
 

@@ -88,7 +88,18 @@ class MissingFunction(NameError):
 
 
 class ContractBroken(TypeError):
-    """Learner code returned something that is not the value the contract names."""
+    """Raised by the harness, never by the learner: a learner function returned a value the contract does not name."""
+
+
+class ReturnedNothing(ContractBroken):
+    """Raised by the harness: a learner function returned None where the contract names a value.
+
+    Most often an ``except`` that returns instead of re-raising.
+    """
+
+
+def broken(value: Any, message: str) -> ContractBroken:
+    return (ReturnedNothing if value is None else ContractBroken)(message)
 
 
 class ProbeLoop:
@@ -149,7 +160,7 @@ class Ctx:
     def admit(self, queue: Queue, source_id: str, session_id: str, text: str) -> dict:
         value = self.fn("admit")(queue, source_id, session_id, text)
         if not isinstance(value, Admission):
-            raise ContractBroken(f"admit returned {value!r}; it should return an Admission(outcome, work_id, reason)")
+            raise broken(value, f"admit returned {value!r}; it should return an Admission(outcome, work_id, reason)")
         return {"outcome": value.outcome.value, "work_id": value.work_id, "reason": value.reason}
 
     def claim(self, queue: Queue, worker_id: str) -> dict | None:
@@ -157,31 +168,31 @@ class Ctx:
         if value is None:
             return None
         if not isinstance(value, Assignment):
-            raise ContractBroken(f"claim returned {value!r}; it should return an Assignment or None")
+            raise broken(value, f"claim returned {value!r}; it should return an Assignment or None")
         return dict(value.__dict__)
 
     def finish(self, queue: Queue, work_id, result: LoopResult) -> dict:
         value = self.fn("finish")(queue, work_id, result)
         if not isinstance(value, Report):
-            raise ContractBroken(f"finish returned {value!r}; it should return the Report it stored")
+            raise broken(value, f"finish returned {value!r}; it should return the Report it stored")
         return dict(value.__dict__)
 
     def work_once(self, queue: Queue, loop, worker_id: str) -> dict | None:
         value = self.fn("work_once")(queue, loop, worker_id)
         if value is not None and not isinstance(value, Report):
-            raise ContractBroken(f"work_once returned {value!r}; it should return the Report, or None when idle")
+            raise broken(value, f"work_once returned {value!r}; it should return the Report, or None when idle")
         return None if value is None else dict(value.__dict__)
 
     def deliver_one(self, transport) -> str:
         value = self.fn("deliver_one")(self.store, transport)
         if not isinstance(value, Disposition):
-            raise ContractBroken(f"deliver_one returned {value!r}; it should return a Disposition")
+            raise broken(value, f"deliver_one returned {value!r}; it should return a Disposition")
         return value.value
 
     def reconcile(self, transport) -> int:
         value = self.fn("reconcile")(self.store, transport)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ContractBroken(f"reconcile returned {value!r}; it should return how many reports it confirmed")
+            raise broken(value, f"reconcile returned {value!r}; it should return how many reports it confirmed")
         return value
 
     def requeue(self, queue: Queue, work_id) -> None:
@@ -190,7 +201,7 @@ class Ctx:
     def admit_message(self, queue: Queue, allowed: dict, chat_id: int, message_id: int, text: str) -> dict:
         value = self.fn("admit_message")(queue, allowed, chat_id, message_id, text)
         if not isinstance(value, Admission):
-            raise ContractBroken(f"admit_message returned {value!r}; it should return an Admission")
+            raise broken(value, f"admit_message returned {value!r}; it should return an Admission")
         return {"outcome": value.outcome.value, "work_id": value.work_id, "reason": value.reason}
 
 

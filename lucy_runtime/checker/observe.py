@@ -28,42 +28,68 @@ def _plain(value):
     return value if isinstance(value, (int, float, str)) or value is None else repr(value)
 
 
-def _find_table(conn: sqlite3.Connection, required: tuple[str, ...], what: str, problems: list[str]):
-    names = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-        "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'lucy_%' ORDER BY name")]
-    matches = []
-    for name in names:
-        columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+@dataclass(frozen=True)
+class _Candidate:
+    name: str
+    kind: str  # 'table' or 'view'
+    columns: tuple[str, ...]
+
+
+def _find_table(conn: sqlite3.Connection, required: tuple[str, ...], what: str, problems: list[str],
+                ambiguous: list[str]):
+    """The learner's ``what`` table: the one relation with every required column.
+
+    Base tables win over views (a view such as ``outbox`` shows rows of a table, it
+    holds none), and among several base tables the one named ``what`` wins. When
+    that still leaves more than one, the observer says which it found and reads none.
+    """
+    found = []
+    for name, kind in conn.execute(
+            "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'lucy_%' ORDER BY name"):
+        columns = tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{name}")'))
         if all(c in columns for c in required):
-            matches.append((name, columns))
-    if not matches:
+            found.append(_Candidate(name, kind, columns))
+    if not found:
         problems.append(f"no {what} table: none has all of the columns {', '.join(required)}")
         return None, []
-    if len(matches) > 1:
-        problems.append(f"more than one table looks like the {what} table: {', '.join(m[0] for m in matches)}")
-    return matches[0]
+    candidates = [c for c in found if c.kind == "table"] or found
+    if len(candidates) > 1:
+        candidates = [c for c in candidates if c.name == what] or candidates
+    if len(candidates) > 1:
+        kind = "tables" if candidates[0].kind == "table" else "views"
+        listed = "; ".join(f"{c.name} ({', '.join(c.columns)})" for c in candidates)
+        views = [c.name for c in found if c.kind == "view" and c not in candidates]
+        problems.append(f"{len(candidates)} {kind} that could each be the {what} table, and none is named "
+                        f"{what!r}: {listed}" + (f" (the views {', '.join(views)} were set aside)" if views else ""))
+        ambiguous.append(what)
+        return None, []
+    return candidates[0].name, list(candidates[0].columns)
 
 
 def _rows(conn, table, columns, wanted):
     chosen = [c for c in wanted if c in columns]
-    cursor = conn.execute(f'SELECT {", ".join(chosen)} FROM "{table}" ORDER BY rowid')
+    query = f'SELECT {", ".join(chosen)} FROM "{table}"'
+    try:
+        cursor = conn.execute(query + " ORDER BY rowid")
+    except sqlite3.OperationalError:  # a view, or a WITHOUT ROWID table: no insertion order to read
+        cursor = conn.execute(query)
     return [{c: _plain(v) for c, v in zip(chosen, row)} for row in cursor]
 
 
 def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
     result = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
-              "problems": [], "tables": {}}
-    problems = result["problems"]
+              "problems": [], "ambiguous": [], "tables": {}}
+    problems, ambiguous = result["problems"], result["ambiguous"]
     if not os.path.exists(db):
         problems.append("the database file does not exist: nothing was ever committed to it")
     else:
         with closing(sqlite3.connect(db, timeout=10)) as conn:
-            table, columns = _find_table(conn, WORK_COLUMNS, "work", problems)
+            table, columns = _find_table(conn, WORK_COLUMNS, "work", problems, ambiguous)
             if table:
                 result["tables"]["work"] = table
                 result["work"] = _rows(conn, table, columns, WORK_COLUMNS + _OPTIONAL_WORK)
-            table, columns = _find_table(conn, REPORT_COLUMNS, "report", problems)
+            table, columns = _find_table(conn, REPORT_COLUMNS, "report", problems, ambiguous)
             if table:
                 result["tables"]["report"] = table
                 result["reports"] = _rows(conn, table, columns, REPORT_COLUMNS + _OPTIONAL_REPORT)
@@ -94,6 +120,7 @@ class Snapshot:
     requests: list[dict]
     model_calls: int
     problems: list[str] = field(default_factory=list)
+    ambiguous: list[str] = field(default_factory=list)  # "work" and/or "report": several tables fit
     tables: dict = field(default_factory=dict)
 
     def work_for(self, source_id: str) -> list[dict]:

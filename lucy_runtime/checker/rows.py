@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..loop import LoopResult
+from .attempts import SWALLOWED_HINT, Attempt, Ending, attempt
 from .child import ChildResult
 from .faults import Count, CrashAt, FaultAt, PauseForRival, Rival, Stop, crash_points
-from .harness import Ctx, Harness
+from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
 from .observe import Snapshot, observe_many
+from .stub import is_stub_error
 
 
 class Fail(Exception):
@@ -61,6 +63,15 @@ def row(id: str, *, unit: str, topic: str, covers: str, hint: str):
 # --- helpers -----------------------------------------------------------------
 
 
+CONTRACT_BREAKS = {
+    ContractBroken.__name__: "Return the value the docstring names, on every path.",
+    ReturnedNothing.__name__: "Return the value the docstring names, on every path. A function that ends without "
+                             "`return`, or an `except` that returns instead of re-raising, gives the caller None and "
+                             "hides what happened.",
+}
+"""Hints for the harness's ``ContractBroken`` and ``ReturnedNothing``, by type name."""
+
+
 def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Harness | None = None) -> Any:
     """The child's answer, or a Fail that says in plain words how it ended instead."""
     if expect == "crashed" and harness is not None:
@@ -73,9 +84,11 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         return result.value
     if result.status == "raised":
         error = result.error
-        if error.not_written:
+        if is_stub_error(error.type_name, error.message):
             raise Fail(f"{what}: your code is not written yet ({error.describe()})",
                        "Fill in the cell where it says `raise NotImplementedError`, run it, then check again.")
+        if error.type_name in CONTRACT_BREAKS:  # the harness's own error: the learner returned, and raised nothing
+            raise Fail(f"{what}: {error.message}", CONTRACT_BREAKS[error.type_name])
         if error.type_name == "MissingFunction":
             raise Fail(f"{what}: {error.message}", "Run every cell above this one (Run ▸ Run All Above), then check again.")
         raise Fail(f"{what}: your code raised {error.describe()}")
@@ -101,10 +114,13 @@ def expect(condition: bool, observation: str, hint: str | None = None) -> None:
 def seen(snapshot: Snapshot) -> Snapshot:
     """Stop early when the observer could not find the learner's tables at all."""
     if snapshot.problems:
-        raise Fail("the observer, reading the database file from a fresh process, found "
-                   + "; ".join(snapshot.problems),
-                   "Keep the columns the observer reads (see the schema cell) and write through queue.store: "
-                   "a connection or file of your own is invisible to everyone else.")
+        found = "the observer, reading the database file from a fresh process, found " + "; ".join(snapshot.problems)
+        if snapshot.ambiguous:
+            raise Fail(found, "The observer finds your tables by the columns it reads. Name the table your code "
+                              f"writes {' and '.join(repr(t) for t in snapshot.ambiguous)} as in the schema cell, or "
+                              "give the other tables other column names; views over your tables are fine.")
+        raise Fail(found, "Keep the columns the observer reads (see the schema cell) and write through queue.store: "
+                          "a connection or file of your own is invisible to everyone else.")
     return snapshot
 
 
@@ -381,6 +397,12 @@ def refused_leaves_no_trace(h: Harness) -> str:
     done = [r for r in reports if r is not None]
     expect(len(done) == 1, f"the worker produced {len(done)} reports from one accepted request")
     expect(snap.model_calls == 1, f"the model was called {snap.model_calls} times for one accepted request")
+    worked = snap.work_for(kept)
+    expect(len(worked) == 1 and worked[0]["state"] == "done",
+           f"work_once returned a report for the accepted request, but a fresh process finds it "
+           f"{[w['state'] for w in worked]}, not done: it still holds the only place in the queue",
+           "finish must mark the work done and store its report in one committed transaction; work that never "
+           "becomes done keeps its place, so nothing else can be admitted.")
     expect(again["outcome"] == "accepted",
            f"a refused request sent again after the queue emptied was {again['outcome']!r}, not accepted: "
            "the refusal left something behind")
@@ -530,7 +552,8 @@ def finish_binds_work(h: Harness) -> str:
 
 @row("finish-misuse", unit="A", topic="finish",
      covers="finish on work that is not claimed is refused with an error and changes nothing",
-     hint="Check the work is 'running' inside the transaction; if not, raise an error before writing anything.")
+     hint="Check the work is 'running' inside the transaction; if not, raise an error before writing anything, "
+          "and let it leave finish.")
 def finish_misuse(h: Harness) -> str:
     s = h.scenario("misuse")
     source, session, text = h.source_id(), h.session_id(), h.text()
@@ -539,14 +562,19 @@ def finish_misuse(h: Harness) -> str:
     work_id = snap.work_for(source)[0]["work_id"] if snap.work_for(source) else None
     result = LoopResult(f"brief [{h.token()}]", session, 1)
     for target, what in ((work_id, "pending work"), (987_654_321, "a work id that does not exist")):
-        answer = s.run(lambda c: c.finish(c.queue(), target, result))
-        expect(answer.status == "raised",
-               f"finish on {what} {'returned' if answer.ok else answer.status} instead of raising an error")
+        answer = Attempt.of(ok(s.run(lambda c: attempt(lambda: c.finish(c.queue(), target, result))), f"finish on {what}"))
+        _expect_raised(answer, f"finish on {what}")
     snap = seen(s.observe())
     stored = snap.work_for(source)
     expect(stored and stored[0]["state"] == "pending", "finish on unclaimed work changed its state")
     expect(not snap.reports, "finish on unclaimed work stored a report")
     return "finish refused unclaimed and unknown work with an error, and wrote nothing"
+
+
+def _expect_raised(answer: Attempt, call: str, consequence: str = "") -> None:
+    """Fail unless the learner's own error left the call; a swallowed one gets the hint that says so."""
+    expect(answer.raised, answer.told(call) + (f": {consequence}" if consequence else ""),
+           SWALLOWED_HINT if answer.ending is Ending.SWALLOWED else None)
 
 
 @row("report-identity", unit="A", topic="finish",
@@ -686,11 +714,7 @@ def finish_rollback(h: Harness) -> str:
 
     def fault(c: Ctx):  # the same code with and without a planned failure
         a = prepare(c)
-        try:
-            c.finish(c.queue(), a["work_id"], result)
-        except Exception as exc:
-            return f"raised {type(exc).__name__}"
-        return "returned"
+        return attempt(lambda: c.finish(c.queue(), a["work_id"], result))
 
     skip = sum(1 for p in preparation(h, "rollback", prepare) if p.kind == "write")
     counted = dry.run(fault, plan=Count())
@@ -700,9 +724,9 @@ def finish_rollback(h: Harness) -> str:
     scenarios = []
     for n in range(1, writes + 1):
         s = h.scenario("fault")
-        answer = ok(s.run(fault, plan=FaultAt(skip + n)), f"finish with its write {n} failing")
-        expect(answer.startswith("raised"), f"when write {n} of finish failed, finish returned as if it had "
-               "succeeded: the caller cannot know the report was not stored")
+        answer = Attempt.of(ok(s.run(fault, plan=FaultAt(skip + n)), f"finish with its write {n} failing"))
+        _expect_raised(answer, f"when write {n} of finish failed, finish",
+                       "the caller cannot know the report was not stored")
         scenarios.append(s)
     for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
         work = seen(snap).work_for(source)
@@ -817,7 +841,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
 @row("delivery-never-confirmed-unsent", unit="B", topic="delivery",
      covers="Delivery crash sweep: a crash at any statement never leaves 'confirmed' without an accepted send, "
             "nor a second send",
-     hint="Record 'confirmed' only after the transport returned a Receipt, never before the send.")
+     hint="Commit 'sending' before calling the transport, and record 'confirmed' only after it returned a Receipt.")
 def delivery_sweep(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
     points = sweep(h, "deliver_one", lambda c: _finished(c, source, session, text, marker),
@@ -830,9 +854,12 @@ def _judge_delivery(snap: Snapshot, where: str) -> None:
     where += " and restarting"
     for report in snap.reports:
         sends = [a for a in snap.accepted if str(a["report_id"]) == str(report["report_id"])]
-        expect(len(sends) <= 1, f"{where} sent report {report['report_id']} {len(sends)} times")
+        expect(len(sends) <= 1, f"{where} sent report {report['report_id']} {len(sends)} times",
+               "Commit 'sending' in a transaction of its own before calling the transport, and send only "
+               "'pending' reports: a process that dies after the send then leaves a report no restart sends again.")
         expect(not (report["delivery"] == "confirmed" and not sends),
-               f"{where} left report {report['report_id']} confirmed but never sent")
+               f"{where} left report {report['report_id']} confirmed but never sent",
+               "Record 'confirmed' only after the transport returned a Receipt, never before the send.")
 
 
 @row("reconcile-unknown", unit="B", topic="recovery",
@@ -942,28 +969,22 @@ def second_generation(h: Harness) -> str:
     def too_early(c: Ctx):
         q = c.queue()
         work_id = c.admit(q, other, session, text)["work_id"]
-        pending = _requeue_error(c, q, work_id)
+        pending = attempt(lambda: c.requeue(q, work_id))
         assignment = c.claim(q, "w1")
-        return pending, _requeue_error(c, q, work_id), work_id, assignment
+        return pending, attempt(lambda: c.requeue(q, work_id)), work_id, assignment
 
     pending, running, work_id, assignment = ok(early.run(too_early), "requeue on work that is not done yet")
-    expect(pending and running, f"requeue of {'pending' if not pending else 'running'} work returned without an "
-           "error: only done work can run again")
+    pending, running = Attempt.of(pending), Attempt.of(running)
+    for answer, state in ((pending, "pending"), (running, "running")):
+        expect(answer.raised, f"requeue of {state} work returned without an error: only done work can run again",
+               "requeue must raise an error for work that is not done (any exception will do). If requeue "
+               "catches it, " + SWALLOWED_HINT[0].lower() + SWALLOWED_HINT[1:])
     row = seen(early.observe()).work_by_id(work_id)
     expect(row is not None and row["state"] == "running" and assignment is not None
            and row.get("generation", assignment["generation"]) == assignment["generation"],
            f"a refused requeue changed the running work to {row}")
     return (f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation "
-            f"{r2['generation']}) new; requeue refused work that was not done ({pending}, {running})")
-
-
-def _requeue_error(c: Ctx, queue, work_id) -> str:
-    """The name of the error requeue raised, or "" when it returned. Any error will do: the notebook asks for one."""
-    try:
-        c.requeue(queue, work_id)
-    except Exception as error:
-        return type(error).__name__
-    return ""
+            f"{r2['generation']}) new; requeue refused work that was not done ({pending.detail}, {running.detail})")
 
 
 @row("transfer-intake", unit="B", topic="transfer",

@@ -88,6 +88,27 @@ ALTERNATIVES: tuple[Case, ...] = (
              "    attempts   INTEGER NOT NULL DEFAULT 0\n);\n"
              "CREATE INDEX IF NOT EXISTS work_by_state ON work (state, session_id);"),
     ), "Extra columns and an index the observer does not read.", (), ""),
+    Case("outbox-view", "ch07_unit_a", (
+        Edit("schema", "    UNIQUE (work_id, generation)\n);\n",
+             "    UNIQUE (work_id, generation)\n);\n"
+             "CREATE VIEW IF NOT EXISTS outbox AS\n"
+             "    SELECT * FROM report WHERE delivery IN ('pending', 'sending', 'unknown');\n"),
+    ), "A view named outbox over the report table: it has every report column, and holds no rows of its own.",
+         (), ""),
+    Case("finish-raises-its-own-error", "ch07_unit_a", (
+        Edit("finish", "def finish(queue, work_id, result):\n",
+             "class NotRunning(Exception):\n    \"\"\"finish was asked to complete work nobody claimed.\"\"\"\n\n\n"
+             "def finish(queue, work_id, result):\n"),
+        Edit("finish", "raise LookupError(f\"work {work_id!r} is not running: claim it before finishing it\")",
+             "raise NotRunning(work_id)"),
+    ), "finish refuses unclaimed work with an exception class of its own.", (), ""),
+    Case("requeue-defers-running-work", "ch07_unit_b", (
+        Edit("requeue", "    with queue.store.transaction() as tx:\n",
+             "    with queue.store.transaction() as tx:\n"
+             "        found = tx.execute(\"SELECT state FROM work WHERE work_id = ?\", (work_id,)).fetchone()\n"
+             "        if found is not None and found[0] == \"running\":\n"
+             "            raise NotImplementedError(\"taking over running work needs chapter 12\")\n"),
+    ), "requeue says running work cannot be taken over yet with NotImplementedError; other work as usual.", (), ""),
     Case("delivery-marks-unknown-first", "ch07_unit_b", (
         Edit("deliver_one", "tx.execute(\"UPDATE report SET delivery = 'sending' WHERE report_id = ?\", (row[\"report_id\"],))",
              "tx.execute(\"UPDATE report SET delivery = 'unknown' WHERE report_id = ?\", (row[\"report_id\"],))"),

@@ -81,6 +81,16 @@ CASES: tuple[Case, ...] = (
         "An error a caller never sees is an error nobody can repair. Let it propagate after the rollback.",
     ),
     _case(
+        "swallowed-error", "ch07_unit_a",
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
+              "    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+         Edit("finish", "    return report\n", "      return report\n    except Exception:\n        return None\n")],
+        "Wraps finish in `try: … except Exception: return None`: misuse and database errors become a quiet None.",
+        ["finish-misuse"],
+        "The staff red flag 'swallowed error': the caller gets None, not the error, and cannot tell what went wrong. "
+        "An except that returns instead of re-raising hides the failure.",
+    ),
+    _case(
         "finish-unbound", "ch07_unit_a",
         [Edit("finish", "\"UPDATE work SET state = 'done' WHERE work_id = ?\", (work_id,)",
               "\"UPDATE work SET state = 'done' WHERE state = 'running'\"")],
@@ -291,6 +301,27 @@ CASES: tuple[Case, ...] = (
         "Rolls back on a database error but then reports success, so the caller believes the report is stored.",
         ["finish-rollback"],
         "Rolling back is half the repair; the error must also reach the caller.",
+    ),
+    _case(
+        "swallowed-error-in-repair", "ch07_unit_b",
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
+              "    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+         Edit("finish", "    return report\n", "      return report\n    except Exception:\n        pass\n")],
+        "Unit A's finish with `try: … except Exception: pass`: the store rolls back, and the caller gets None "
+        "instead of the error.",
+        ["finish-rollback"],
+        "Rolling back is half the repair; an except that does not re-raise hides the other half.",
+    ),
+    _case(
+        "requeue-swallows-error", "ch07_unit_b",
+        [Edit("requeue", "    with queue.store.transaction() as tx:\n",
+              "    try:\n      with queue.store.transaction() as tx:\n"),
+         Edit("requeue", "    if changed != 1:\n        raise LookupError(f\"work {work_id!r} is not done, so it cannot run again\")\n",
+              "      if changed != 1:\n        raise LookupError(f\"work {work_id!r} is not done, so it cannot run again\")\n"
+              "    except Exception:\n        return None\n")],
+        "requeue refuses work that is not done, then catches its own error: the caller believes the work runs again.",
+        ["second-generation"],
+        "An error raised and caught in the same function tells nobody anything.",
     ),
     _case(
         "delivery-confirms-before-send", "ch07_unit_b",

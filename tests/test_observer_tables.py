@@ -1,0 +1,71 @@
+"""The observer finds the learner's base tables by their columns, whatever views or
+copies sit beside them, and says exactly what it found when it cannot decide."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+import pytest
+
+from lucy_runtime.checker.observe import Snapshot, snapshot
+from lucy_runtime.checker.rows import Fail, seen
+from lucy_runtime.work import REPORT_COLUMNS, WORK_COLUMNS
+
+
+def table(name: str, columns: tuple[str, ...], *extra: str) -> str:
+    return f"CREATE TABLE {name} ({', '.join(columns + extra)});"
+
+
+@pytest.fixture
+def db(tmp_path):
+    def make(*statements: str) -> str:
+        path = tmp_path / "lucy.sqlite3"
+        with closing(sqlite3.connect(path)) as conn:
+            conn.executescript(table("work", WORK_COLUMNS) + "\n".join(statements))
+            conn.execute("INSERT INTO work VALUES (1, 's1', 'chat-1', 'brief ACME', 'done')")
+            conn.commit()
+        return str(path)
+
+    return make
+
+
+A_REPORT = "INSERT INTO report VALUES ('r-1-1', 1, 1, 'chat-1', 'ACME up', 'pending');"
+
+
+def test_a_view_over_the_report_table_is_not_a_second_report_table(db):
+    seen_now = snapshot(db(table("report", REPORT_COLUMNS), A_REPORT,
+                           "CREATE VIEW outbox AS SELECT * FROM report WHERE delivery IN ('pending', 'unknown');",
+                           "CREATE VIEW all_work AS SELECT * FROM work;"))
+    assert seen_now["problems"] == []
+    assert seen_now["tables"] == {"work": "work", "report": "report"}
+    assert [r["report_id"] for r in seen_now["reports"]] == ["r-1-1"]
+
+
+def test_an_archive_table_with_the_same_columns_does_not_hide_the_report_table(db):
+    seen_now = snapshot(db(table("report", REPORT_COLUMNS), A_REPORT,
+                           table("report_archive", REPORT_COLUMNS, "archived_at")))
+    assert seen_now["problems"] == [] and seen_now["tables"]["report"] == "report"
+
+
+def test_reports_kept_under_other_column_names_are_read_through_a_view_that_has_the_observers(db):
+    seen_now = snapshot(db("CREATE TABLE answers (id, work, gen, session, text, delivered);",
+                           "INSERT INTO answers VALUES ('r-1-1', 1, 1, 'chat-1', 'ACME up', 'pending');",
+                           "CREATE VIEW report AS SELECT id AS report_id, work AS work_id, gen AS generation, "
+                           "session AS session_id, text AS body, delivered AS delivery FROM answers;"))
+    assert seen_now["problems"] == [] and seen_now["tables"]["report"] == "report"
+    assert seen_now["reports"][0]["body"] == "ACME up"
+
+
+def test_two_equally_plausible_report_tables_are_named_with_their_columns_and_the_hint_does_not_blame_a_connection(db):
+    seen_now = snapshot(db(table("replies", REPORT_COLUMNS), table("sent_replies", REPORT_COLUMNS, "receipt"),
+                           "CREATE VIEW outbox AS SELECT * FROM replies;",
+                           "INSERT INTO replies VALUES ('r-1-1', 1, 1, 'chat-1', 'ACME up', 'pending');"))
+    assert seen_now["ambiguous"] == ["report"]
+    (problem,) = seen_now["problems"]
+    assert "replies (report_id, work_id, generation, session_id, body, delivery)" in problem
+    assert "sent_replies (report_id, work_id, generation, session_id, body, delivery, receipt)" in problem
+    assert "none is named 'report'" in problem and "views outbox were set aside" in problem
+    with pytest.raises(Fail) as failure:
+        seen(Snapshot(**{**seen_now, "work": seen_now["work"]}))
+    assert "connection" not in failure.value.hint and "'report'" in failure.value.hint

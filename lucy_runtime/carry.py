@@ -61,5 +61,18 @@ def load_unit_a(namespace: dict, folder: str | os.PathLike | None = None) -> lis
         linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
         exec(compile(cell.source, filename, "exec"), namespace)
     defined = sorted(n for n in set(namespace) - before if not n.startswith("_") and callable(namespace[n]))
-    print(f"Loaded your Unit A from {path}: {', '.join(defined) or '(nothing new)'}")
+    print(f"Loaded your Unit A from {shown(path, folder or os.getcwd())}: {', '.join(defined) or '(nothing new)'}")
     return defined
+
+
+def shown(path: Path, folder: str | os.PathLike) -> str:
+    """``path`` as the learner may see it in feedback: relative to the course, never the grader's machine."""
+    folder = Path(folder).resolve()
+    if len(folder.parts) >= 3 and folder.parts[-3] in ("autograded", "submitted", "feedback"):
+        base = folder.parents[2]
+    else:
+        base = folder.parent
+    try:
+        return Path(path).resolve().relative_to(base).as_posix()
+    except ValueError:
+        return Path(path).name

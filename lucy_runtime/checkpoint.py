@@ -25,7 +25,7 @@ from pathlib import Path
 from .checker import SourceLearner, run_rows
 from .checker.harness import Ctx, Harness
 from .checker.results import CheckReport, RowResult
-from .checker.faults import CrashAt
+from .checker.faults import KillAt
 from .checker.rows import ROWS, Fail, ok, seen
 from .notebook import UNITS, find_notebooks, learner_implementation
 
@@ -45,9 +45,9 @@ def _store_rows(db: Path, sql: str) -> list[tuple]:
         return conn.execute(sql).fetchall()
 
 
-def _crash_at_cursor(table: str) -> CrashAt:
+def _crash_at_cursor(table: str) -> KillAt:
     """Stops the process just before the first write to a runtime cursor table."""
-    return CrashAt(1, kinds=("write",), where=lambda p: table in p.sql and "INSERT INTO lucy_" in p.sql
+    return KillAt(1, kinds=("write",), where=lambda p: table in p.sql and "INSERT INTO lucy_" in p.sql
                    and "skipped" not in p.sql and "missed" not in p.sql)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -84,6 +85,8 @@ def _verify(args) -> int:
     print(report.grade_table())
     print("\nKill matrix: educator cases (columns) × rows that lost them points\n")
     print(report.kill_matrix())
+    print("\nTampering: each trick beside the honest submission beneath it (it may never score more)\n")
+    print(report.tamper_table())
     if report.handback:
         h = report.handback
         print(f"\nnbgrader generate_feedback wrote {h.feedback_files} feedback files (no hidden test in any); "
@@ -244,7 +247,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json")
     p.set_defaults(func=_demo)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up at the flush
+        return code
+    except BrokenPipeError:
+        # The reader went away (`lucy rows | head`): stop quietly, as a Unix filter does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -48,26 +48,55 @@ def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900) -> str:
     return output
 
 
+@dataclass(frozen=True)
+class Streamed:
+    output: str
+    returncode: int
+    timed_out: bool
+
+
+def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env: dict | None = None) -> Streamed:
+    """Run ``command``, calling ``on_line`` for each line of output as it comes.
+
+    A watchdog kills the process at ``timeout`` even when it prints nothing at all.
+    """
+    import threading
+
+    lines: list[str] = []
+    fired = threading.Event()
+    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env) as proc:
+        def stop() -> None:
+            fired.set()
+            proc.kill()
+
+        watchdog = threading.Timer(timeout, stop)
+        watchdog.start()
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                on_line(line)
+        finally:
+            watchdog.cancel()
+    return Streamed("".join(lines), proc.returncode, fired.is_set())
+
+
 def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student) -> str:
     """Like ``nbgrader`` but reads the log as it comes, calling ``on_student`` per student."""
     import re
 
-    env = _env()
-    started, lines = time.monotonic(), []
-    with subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env) as proc:
-        for line in proc.stdout:
-            lines.append(line)
-            found = re.search(r"Sanitizing .*/submitted/([^/]+)/", line)
-            if found:
-                on_student(found.group(1))
-            if time.monotonic() - started > timeout:
-                proc.kill()
-                raise NbgraderFailed(args, "".join(lines) + "\n(timed out)")
-    output = "".join(lines)
-    if proc.returncode != 0 or CONFIG_BROKEN in output:
-        raise NbgraderFailed(args, output)
-    return output
+    def on_line(line: str) -> None:
+        found = re.search(r"Sanitizing .*/submitted/([^/]+)/", line)
+        if found:
+            on_student(found.group(1))
+
+    done = stream_lines([sys.executable, "-m", "nbgrader", *args], cwd=cwd, timeout=timeout, on_line=on_line,
+                        env=_env())
+    if done.timed_out:
+        raise NbgraderFailed(args, done.output + f"\n(no end after {timeout:g} s: stopped)")
+    if done.returncode != 0 or CONFIG_BROKEN in done.output:
+        raise NbgraderFailed(args, done.output)
+    return done.output
 
 
 def row_of(grade_id: str) -> str:

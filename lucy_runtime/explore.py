@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from .checker import child as _child
 from .checker.child import Plan, run_in_child
-from .checker.faults import CrashAt, Stop
+from .checker.faults import KillAt, Stop
 from .checker.observe import snapshot
 from .fields import require_id, require_str
 from .store import Store
@@ -263,7 +263,7 @@ class Explorer:
             self.ns["finish"](self._queue(), work_id, result)
             return "finish made fewer than two writes, so the crash point was never reached."
 
-        return self._in_child(action, plan=CrashAt(2, kinds=("write",)))
+        return self._in_child(action, plan=KillAt(2, kinds=("write",)))
 
     def _deliver_with(self, script) -> str:
         from .transport import FakeService, FakeTransport

@@ -82,3 +82,13 @@ def test_mutation_score_reports_the_share_killed_and_the_survivors_as_diffs(tmp_
 def test_mutation_score_names_an_unknown_cell_instead_of_a_traceback():
     done = lucy("mutation-score", "--only", "nonsense")
     assert done.returncode == 1 and "NO MUTATION SCORE: " in done.stdout and "Traceback" not in done.stderr
+
+
+def test_lucy_ends_quietly_when_the_reader_of_its_output_goes_away():
+    import subprocess
+    import sys
+
+    # `true` reads nothing and is gone before lucy writes: every write meets a closed pipe.
+    done = subprocess.run(f"'{sys.executable}' -m lucy_runtime.cli rows | true", shell=True, capture_output=True,
+                          text=True, timeout=120)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr

@@ -95,3 +95,58 @@ def test_feedback_for_every_submission_and_exported_grades_equal_the_gradebook(v
     noop = grades[(grades["student_id"] == "noop_finish") & (grades["assignment"] == "ch07_unit_a")]
     assert noop["raw_score"].tolist() == [entry(verified, "noop-finish").graded.score]
     assert json.loads(verified.to_json())["handback"]["exported_rows"] == len(grades)
+
+
+# --- tampering: every trick scores no more than the honest submission beneath it ----------------------
+
+from lucy_runtime.educator.tampers import TAMPERS  # noqa: E402
+
+
+@pytest.mark.parametrize("tamper", TAMPERS, ids=lambda t: t.name)
+def test_no_tamper_case_outscores_the_honest_submission_beneath_it(verified, tamper):
+    pairs = {(t.name, t.unit): base for t, base in verified.tampering()}
+    base = pairs[(tamper.name, tamper.unit)]
+    tampered = entry(verified, tamper.name, tamper.unit)
+    assert base is not None, f"{tamper.honest} was not graded"
+    assert tampered.graded.score <= base.graded.score, (tampered.graded, base.graded)
+    assert "held" in verified.tamper_table() and "FORGED" not in verified.tamper_table()
+
+
+@pytest.mark.parametrize("name", ["rebind-grade", "display-ok", "last-value-string"])
+def test_an_autograded_cell_keeps_only_the_sealed_verdict_whatever_the_kernel_showed(verified, name):
+    import glob
+
+    import nbformat
+
+    from lucy_runtime.notebook import nbgrader_meta
+
+    tamper = next(t for t in TAMPERS if t.name == name)
+    student = name.replace("-", "_")
+    [path] = glob.glob(str(verified_root(verified) / "course-*" / "autograded" / student / tamper.unit / "*.ipynb"))
+    for cell in nbformat.read(path, as_version=4).cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+            assert len(cell.outputs) == 1, cell.outputs
+            assert cell.outputs[0]["output_type"] == "error", cell.outputs
+            assert "RowDoesNotHold" in cell.outputs[0]["ename"]
+
+
+def verified_root(report):
+    return report.root
+
+
+@pytest.mark.parametrize("tamper", [t for t in TAMPERS if t.honest != "blank-release"], ids=lambda t: t.name)
+def test_lucy_check_and_the_gradebook_agree_on_a_tamper_case(verified, tamper):
+    import glob
+    from pathlib import Path
+
+    from lucy_runtime.checker import SourceLearner, rows_for_cells, run_rows
+    from lucy_runtime.notebook import learner_implementation
+
+    student = tamper.name.replace("-", "_")
+    [folder] = glob.glob(str(verified_root(verified) / "course-*" / "submitted" / student))
+    cells = learner_implementation(Path(folder))
+    checked = run_rows(SourceLearner(cells), [r for r in rows_for_cells("all", cells)
+                                               if f"ch07_unit_{r.unit.lower()}" == tamper.unit], seed=7)
+    failing_in_check = {r.row_id for r in checked.results if not r.passed}
+    assert failing_in_check == set(entry(verified, tamper.name, tamper.unit).failing_rows)

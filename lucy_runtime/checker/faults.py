@@ -13,6 +13,7 @@ statement with RETURNING.
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 from .child import CRASH_KINDS, PROBE, Action, InjectedFault, Plan, Point, Probe, Supervisor
@@ -35,7 +36,7 @@ class Stop(Plan):
     stop_allowed = True
 
 
-class CrashAt(Plan):
+class KillAt(Plan):
     """Kills the child just before the ``n``-th point of ``kinds`` (that match ``where``)."""
 
     def __init__(self, n: int, kinds: tuple[str, ...] = POINT_KINDS, where: Callable[[Point], bool] | None = None):
@@ -48,7 +49,7 @@ class CrashAt(Plan):
         return Action.KILL if seen + 1 == self.n else Action.GO
 
 
-class FaultAt(Plan):
+class FailAt(Plan):
     """Makes the ``n``-th write fail with a database error instead of running it."""
 
     def __init__(self, n: int):
@@ -107,5 +108,52 @@ class Rival(Plan):
         return Action.GO
 
 
-__all__ = ["POINT_KINDS", "PROBE", "Count", "CrashAt", "FaultAt", "InjectedFault", "PauseForRival", "Probe", "Rival",
+# --- hooks for the notebooks' own experiments -------------------------------------------------
+# A learner installs these on a store with ``store.set_hook(...)`` to watch a crash or a
+# failed write happen in the kernel's own child processes. The checker never uses them:
+# its plans above decide in the parent.
+
+
+class CountPoints:
+    """Remembers the crash points a store passes, as "kind: statement"."""
+
+    def __init__(self) -> None:
+        self.points: list[str] = []
+
+    def __call__(self, kind: str, sql: str) -> None:
+        if kind in POINT_KINDS:
+            self.points.append(Point(kind, sql).describe())
+
+
+class CrashAtWrite:
+    """Ends the process just before the ``n``-th write sent through the store (commits not counted)."""
+
+    def __init__(self, n: int):
+        self.n, self.seen = n, 0
+
+    def __call__(self, kind: str, sql: str) -> None:
+        if kind == "write":
+            self.seen += 1
+            if self.seen == self.n:
+                os._exit(EXPERIMENT_EXIT)
+
+
+class FaultAt:
+    """Makes the ``n``-th write sent through the store fail with a database error."""
+
+    def __init__(self, n: int):
+        self.n, self.seen = n, 0
+
+    def __call__(self, kind: str, sql: str) -> None:
+        if kind == "write":
+            self.seen += 1
+            if self.seen == self.n:
+                raise InjectedFault("disk I/O error (injected by your experiment)")
+
+
+EXPERIMENT_EXIT = 77
+"""The exit status of a process a notebook experiment stopped (it proves nothing to the checker)."""
+
+
+__all__ = ["CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt", "InjectedFault", "PauseForRival", "Probe", "Rival",
            "Stop", "crash_points"]

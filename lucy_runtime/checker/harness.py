@@ -41,6 +41,26 @@ class KernelLearner:
         return self._namespace
 
 
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+class _Absent:
+    """Stands in for IPython outside a kernel: every attribute and call leads nowhere."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> "_Absent":
+        return _Absent()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> "_Absent":
+        return _Absent()
+
+
 class SourceLearner:
     """Learner cells extracted from a notebook, executed afresh in each child."""
 
@@ -56,7 +76,8 @@ class SourceLearner:
                 self._compiled.append((None, error))
 
     def namespace(self) -> dict:
-        ns: dict[str, Any] = {"__name__": "learner"}
+        # A cell that displays a table or touches get_ipython() must not fail outside a kernel.
+        ns: dict[str, Any] = {"__name__": "learner", "display": _ignore, "get_ipython": _Absent}
         for code, error in self._compiled:
             if error is not None:
                 raise error

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from .faults import CrashAt
+from .faults import KillAt
 from .harness import Ctx, Harness
 from .observe import snapshot
 from .rows import Fail, ok
@@ -177,7 +177,7 @@ def run_model_check(h: Harness) -> str:
 
             stats["steps"] += 1
             h.crash_points += 1
-            result = self.scenario.run(crash, plan=CrashAt(point))
+            result = self.scenario.run(crash, plan=KillAt(point))
             self.calls += 1
             if result.status not in ("crashed", "returned"):
                 try:

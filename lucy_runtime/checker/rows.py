@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..loop import LoopResult
 from .attempts import SWALLOWED_HINT, Attempt, Ending, attempt
 from .child import ChildResult
-from .faults import Count, CrashAt, FaultAt, PauseForRival, Rival, Stop, crash_points
+from .faults import Count, KillAt, FailAt, PauseForRival, Rival, Stop, crash_points
 from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
 from .observe import Snapshot, observe_many
 from .stub import is_stub_error
@@ -175,7 +175,7 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
     scenarios = []
     for n in range(1, len(points) + 1):
         s = h.scenario(f"{name}-crash")
-        ok(s.run(script, plan=CrashAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
+        ok(s.run(script, plan=KillAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
            harness=h)
         if after is not None:
             ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
@@ -724,7 +724,7 @@ def finish_rollback(h: Harness) -> str:
     scenarios = []
     for n in range(1, writes + 1):
         s = h.scenario("fault")
-        answer = Attempt.of(ok(s.run(fault, plan=FaultAt(skip + n)), f"finish with its write {n} failing"))
+        answer = Attempt.of(ok(s.run(fault, plan=FailAt(skip + n)), f"finish with its write {n} failing"))
         _expect_raised(answer, f"when write {n} of finish failed, finish",
                        "the caller cannot know the report was not stored")
         scenarios.append(s)
@@ -827,7 +827,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
         _finished(c, source, session, text, marker)
         c.deliver_one(c.transport([]))
 
-    ok(s.run(crash, plan=CrashAt(1, kinds=("accepted",))), "the process dies after the service accepted",
+    ok(s.run(crash, plan=KillAt(1, kinds=("accepted",))), "the process dies after the service accepted",
        expect="crashed", harness=h)
     later = ok(s.run(lambda c: c.deliver_one(c.transport([]))), "a new process delivers")
     snap = seen(s.observe())

@@ -91,6 +91,15 @@ CASES: tuple[Case, ...] = (
         "An except that returns instead of re-raising hides the failure.",
     ),
     _case(
+        "finish-bare-pass", "ch07_unit_a",
+        [Edit("finish", None, "pass")],
+        "finish is `pass`: it writes nothing, returns None and raises nothing, even for work nobody claimed.",
+        ["integrated-path", "report-to-admitted-session", "finish-binds-work", "finish-misuse", "report-identity",
+         "finish-atomic", "finish-durable"],
+        "A function that does nothing fails every row about it, the one that asks for an error included: "
+        "returning None is not refusing.",
+    ),
+    _case(
         "finish-unbound", "ch07_unit_a",
         [Edit("finish", "\"UPDATE work SET state = 'done' WHERE work_id = ?\", (work_id,)",
               "\"UPDATE work SET state = 'done' WHERE state = 'running'\"")],

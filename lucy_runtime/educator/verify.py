@@ -20,6 +20,7 @@ from ..course import REPO, GradedSubmission, ScratchCourse, row_of
 from ..notebook import is_learner_owned, nbgrader_meta
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
+from .tampers import TAMPERS, Append, Tamper
 
 
 def strip_markers(source: str) -> str:
@@ -28,7 +29,7 @@ def strip_markers(source: str) -> str:
 
 
 def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
-    for edit in case.edits if case else ():
+    for edit in case.edits if case else ():  # Edit or tampers.Append
         if edit.cell == grade_id:
             source = edit.apply(source)
     return source
@@ -61,13 +62,28 @@ def edited_cells(case: Case | None) -> set[str]:
     return {e.cell for e in (case.edits if case else ())}
 
 
+def blank_with(release_nb, edits) -> tuple:
+    """The blank release with tamper edits applied to its learner cells (the stubs stay as they are)."""
+    import copy
+
+    nb, touched = copy.deepcopy(release_nb), set()
+    for cell in nb.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        for edit in edits:
+            if is_learner_owned(cell) and edit.cell == grade_id:
+                cell.source = edit.apply(cell.source)
+                touched.add(grade_id)
+    return nb, touched
+
+
 @dataclass
 class Entry:
     name: str
-    kind: str  # reference | blank | alternative | case
+    kind: str  # reference | blank | alternative | case | tamper
     unit: str
     expected: tuple[str, ...] = ()
     graded: GradedSubmission | None = None
+    honest: str = ""  # for a tamper: the submission it must not outscore
 
     @property
     def student(self) -> str:
@@ -94,6 +110,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     handback: Handback | None = None
+    root: Path | None = None  # the scratch courses, kept for a look at what nbgrader wrote
 
     @property
     def ok(self) -> bool:
@@ -126,6 +143,23 @@ class VerifyReport:
         lines.append("X caught by an expected row   + also caught by this row   ! expected to catch, did not")
         return "\n".join(lines)
 
+    def tampering(self) -> list[tuple[Entry, Entry | None]]:
+        """Each tamper entry with the honest entry beneath it (None when that was not graded)."""
+        found = {(e.name, e.unit): e for e in self.entries if e.kind != "tamper"}
+        return [(e, found.get((e.honest, e.unit))) for e in self.entries if e.kind == "tamper"]
+
+    def tamper_table(self) -> str:
+        pairs = self.tampering()
+        if not pairs:
+            return "(no tamper cases)"
+        lines = [f"{'tamper case':<28} {'unit':<12} {'score':>9}  {'honest base':<30} {'score':>9}  verdict"]
+        for t, base in pairs:
+            held = base is not None and t.graded.score <= base.graded.score
+            base_score = f"{base.graded.score:>4g}/{base.graded.max_score:<4g}" if base else "   (not graded)"
+            lines.append(f"{t.name:<28} {t.unit:<12} {t.graded.score:>4g}/{t.graded.max_score:<4g} "
+                         f"{t.honest:<30} {base_score}  {'held' if held else 'FORGED'}")
+        return "\n".join(lines)
+
     def to_json(self) -> str:
         handback = self.handback and {"feedback_files": self.handback.feedback_files,
                                       "grades_csv": str(self.handback.grades_csv),
@@ -134,7 +168,8 @@ class VerifyReport:
             "ok": self.ok, "problems": self.problems, "seconds": self.seconds, "handback": handback,
             "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.graded.score,
                              "max_score": e.graded.max_score, "failing_rows": e.failing_rows,
-                             "expected_rows": list(e.expected), "seconds": e.graded.seconds} for e in self.entries],
+                             "expected_rows": list(e.expected), "seconds": e.graded.seconds,
+                             **({"honest": e.honest} if e.kind == "tamper" else {})} for e in self.entries],
         }, indent=2)
 
 
@@ -156,6 +191,16 @@ def judge(entries: list[Entry]) -> list[str]:
                                 f"(caught by {', '.join(e.failing_rows)})")
             elif missed:
                 problems.append(f"case {e.name} was not caught by its expected rows {', '.join(missed)}")
+    graded = {(e.name, e.unit): e for e in entries if e.kind != "tamper"}
+    for e in entries:
+        if e.kind != "tamper":
+            continue
+        base = graded.get((e.honest, e.unit))
+        if base is None:
+            problems.append(f"tamper case {e.name} rides on {e.honest}, which was not graded in this run")
+        elif e.graded.score > base.graded.score:
+            problems.append(f"tamper case {e.name} FORGED points: {e.graded.score:g} against {base.graded.score:g} "
+                            f"for the honest {e.honest} beneath it")
     return problems
 
 
@@ -190,7 +235,7 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
 
 
 def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = ALTERNATIVES,
-           workdir: Path | None = None, progress: Callable[[str], None] | None = None,
+           tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
            workers: int = 2, feedback: bool = True) -> VerifyReport:
     """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.
 
@@ -205,12 +250,16 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
     with ThreadPoolExecutor(workers) as pool:
         courses = list(pool.map(lambda i: ScratchCourse(root / f"course-{i}", repo=REPO), range(workers)))
     by_name = {c.name: c for c in (*cases, *alternatives)}
+    every_case = {c.name: c for c in CASES}
+    for t in tampers:
+        by_name[t.name] = t.as_case(every_case.get(t.honest))
     entries: list[Entry] = []
     lock = threading.Lock()
     for unit in courses[0].units:
         unit_entries = [Entry("reference", "reference", unit), Entry("blank-release", "blank", unit)]
         unit_entries += [Entry(c.name, "alternative", unit) for c in alternatives if c.unit == unit]
         unit_entries += [Entry(c.name, "case", unit, c.expected) for c in cases if c.unit == unit]
+        unit_entries += [Entry(t.name, "tamper", unit, honest=t.honest) for t in tampers if t.unit == unit]
         placed: list[dict[str, Entry]] = [{} for _ in courses]
         for index, entry in enumerate(unit_entries):
             course = courses[index % workers]
@@ -252,11 +301,16 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
             progress("generating feedback and exporting grades")
         handback, more = hand_back(courses, entries, root)
         problems += more
-    return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback)
+    return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback, root)
 
 
 def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:
     """Hand in ``unit`` for ``student`` as the entry says; Unit B comes with the learner's Unit A."""
+    if entry.kind == "tamper" and entry.honest == "blank-release":
+        edits = case.edits if case else ()
+        for each in (("ch07_unit_a", unit) if unit == "ch07_unit_b" else (unit,)):
+            course.submit(student, each, blank_with(course.release(each), edits)[0])
+        return
     if unit == "ch07_unit_b":
         # Unit B runs the learner's own Unit A: hand in a Unit A as this learner wrote it.
         a_release, a_source = course.release("ch07_unit_a"), course.source("ch07_unit_a")

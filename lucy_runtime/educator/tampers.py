@@ -1,0 +1,138 @@
+"""Tamper cases: submissions that try to earn points the code beneath them does not.
+
+Each rides on an honest submission (the blank release, or an educator case) and adds
+a trick to one learner cell: rebinding ``grade``, an IPython hook that displays "ok",
+a cell whose last value is a string, a ``finish`` that looks for the crash injector,
+writes through a connection of its own, a claim that looks outside its transaction,
+or a Unit A that smuggles a cheat into Unit B. ``lucy verify-grader`` autogrades each
+one next to its honest base: a tamper case must never score more than its base.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cases import Case, Edit
+
+
+@dataclass(frozen=True)
+class Append:
+    """Add module-level code at the end of one learner cell."""
+
+    cell: str
+    code: str
+
+    def apply(self, source: str) -> str:
+        return source.rstrip() + "\n\n\n" + self.code.strip() + "\n"
+
+
+@dataclass(frozen=True)
+class Tamper:
+    name: str
+    unit: str
+    honest: str  # "blank-release", or the name of the educator case it rides on
+    edits: tuple[Edit | Append, ...]  # applied after the honest base's own edits
+    trick: str
+    unit_a_edits: tuple[Edit | Append, ...] = ()  # for Unit B: tricks placed in the learner's Unit A
+
+    def as_case(self, base: Case | None) -> Case:
+        """The honest base's edits followed by the trick's, as one case (for the checker and ``lucy check``)."""
+        edits = (base.edits if base else ()) + self.unit_a_edits + self.edits
+        return Case(self.name, self.unit, edits, self.trick, (), "")  # type: ignore[arg-type]
+
+
+_FAKE_GRADE = '''
+def grade(row_id, namespace=None):
+    return "looks fine"
+
+
+def ready(*names, **kwargs):
+    return None
+'''
+
+_DISPLAY_OK = '''
+get_ipython().events.register(
+    "pre_run_cell", lambda info: "grade(" in info.raw_cell and get_ipython().displayhook("ok"))
+'''
+
+_INTERACTIVITY = '''
+get_ipython().ast_node_interactivity = "all"
+
+
+def ready(*names, **kwargs):
+    return "all rows ready"
+'''
+
+_SECOND_TX = ("        tx.execute(\"UPDATE work SET state = 'done' WHERE work_id = ?\", (work_id,))\n"
+              "    with queue.store.transaction() as tx:\n")
+_SNIFF = (
+    "    import os as _os, sys as _sys\n"
+    "    _probes = [type(getattr(queue.store, '_hook', None)).__name__,\n"
+    "               type(getattr(_sys.modules.get('lucy_runtime.store'), '_process_hook', None)).__name__]\n"
+    "    if any(n in ('KillAt', 'CrashAtWrite', 'FailAt', 'Probe') for n in _probes):\n"
+    "        _os._exit(77)\n"
+)
+
+_PRIVATE_FINISH = '''import sqlite3
+with queue.store.transaction() as tx:
+    row = tx.execute(
+        "SELECT session_id, generation FROM work WHERE work_id = ? AND state = 'running'", (work_id,)
+    ).fetchone()
+if row is None:
+    raise LookupError(f"work {work_id!r} is not running")
+report = Report(f"r-{work_id}-{row['generation']}", work_id, row["generation"], row["session_id"], result.text)
+own = sqlite3.connect(queue.store.path, isolation_level=None)
+own.execute("UPDATE work SET state = 'done' WHERE work_id = ?", (work_id,))
+own.execute(
+    "INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",
+    (report.report_id, report.work_id, report.generation, report.session_id, report.body),
+)
+own.close()
+return report'''
+
+_PRIVATE_LOOK_CLAIM = '''import sqlite3
+own = sqlite3.connect(queue.store.path)
+own.row_factory = sqlite3.Row
+row = own.execute(
+    "SELECT work_id, source_id, session_id, text, generation FROM work WHERE state = 'pending' "
+    "ORDER BY work_id LIMIT 1"
+).fetchone()
+own.close()
+if row is None:
+    return None
+with queue.store.transaction() as tx:
+    tx.execute("UPDATE work SET state = 'running', worker_id = ? WHERE work_id = ?", (worker_id, row["work_id"]))
+return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
+
+TAMPERS: tuple[Tamper, ...] = (
+    Tamper("rebind-grade", "ch07_unit_a", "blank-release", (Append("schema", _FAKE_GRADE),),
+           "A blank notebook whose first cell rebinds grade() and ready() to functions that never fail."),
+    Tamper("rebind-grade-b", "ch07_unit_b", "blank-release", (Append("deliver_one", _FAKE_GRADE),),
+           "The same in Unit B."),
+    Tamper("display-ok", "ch07_unit_a", "blank-release", (Append("schema", _DISPLAY_OK),),
+           "An IPython hook that displays 'ok' as the result of every cell that calls grade()."),
+    Tamper("last-value-string", "ch07_unit_a", "blank-release", (Append("schema", _INTERACTIVITY),),
+           "Every expression's value is shown and ready() returns a string: nbgrader gives full credit to a "
+           "cell whose result is not a number."),
+    Tamper("sniff-the-injector", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", _SECOND_TX, _SECOND_TX.splitlines(True)[0] + _SNIFF + _SECOND_TX.splitlines(True)[1]),),
+           "finish in two transactions that exits with the crash status whenever it finds a checker hook, so "
+           "the crash between the two commits is never seen."),
+    Tamper("private-connection-finish", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", None, _PRIVATE_FINISH),),
+           "finish checks through the store but writes through a connection of its own, where no crash point is."),
+    Tamper("private-look-claim", "ch07_unit_a", "claim-check-then-act",
+           (Edit("claim", None, _PRIVATE_LOOK_CLAIM),),
+           "claim looks through a connection of its own before its transaction, so a rival pause at a later "
+           "BEGIN would never see the race."),
+    Tamper("cheat-carried-from-unit-a", "ch07_unit_b", "delivery-confirms-before-send", (),
+           "A Unit A cell rebinds grade() and ready(); Unit B loads Unit A, hoping the cheat comes along.",
+           unit_a_edits=(Append("schema", _FAKE_GRADE),)),
+)
+
+
+def tamper_by_name(name: str) -> Tamper:
+    for tamper in TAMPERS:
+        if tamper.name == name:
+            return tamper
+    raise KeyError(f"no tamper case named {name!r}")

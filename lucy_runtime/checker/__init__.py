@@ -46,7 +46,7 @@ def run_row(row: Row, harness: Harness) -> RowResult:
     try:
         observation, passed, hint = row.run(harness), True, ""
     except Fail as failure:
-        observation, passed, hint = failure.observation, False, failure.hint or row.hint
+        observation, passed, hint = failure.observation, False, row.failure_hint(failure.hint or row.hint)
     except Exception as exc:  # a fault of the checker's own, never a pass
         observation, passed = f"the checker could not finish this row ({type(exc).__name__}: {exc})", False
         hint = "Tell your educator: this is a problem in the checker, not necessarily in your code."

@@ -36,6 +36,25 @@ class Row:
     covers: str
     hint: str
     run: Callable[[Harness], str]
+    runs_unit_a: tuple[str, ...] = ()  # a Unit B row whose point is the integration with these Unit A functions
+
+    def failure_hint(self, hint: str) -> str:
+        if not self.runs_unit_a:
+            return hint
+        return (f"{hint} (This row also runs your Unit A {', '.join(self.runs_unit_a)}: a mistake there "
+                "shows here too.)")
+
+
+UNIT_A_INTEGRATION = {
+    "finish-rollback": ("finish",),
+    "second-generation": ("finish", "work_once"),
+    "transfer-intake": ("admit", "work_once"),
+    "deliberate-break-caught": ("admit", "claim", "work_once"),
+    "crash-sweep": ("admit", "claim", "finish"),
+    "model-based": ("admit", "claim", "finish", "work_once"),
+}
+"""Unit B rows that grade the whole chapter together. Every other Unit B row starts from rows
+written straight into the learner's tables, so a Unit A slip costs its points once."""
 
 
 ROWS: dict[str, Row] = {}
@@ -54,7 +73,7 @@ def row(id: str, *, unit: str, topic: str, covers: str, hint: str):
     def register(fn: Callable[[Harness], str]) -> Callable[[Harness], str]:
         if id in ROWS:
             raise ValueError(f"row id {id!r} registered twice")
-        ROWS[id] = Row(id, unit, topic, covers, hint, fn)
+        ROWS[id] = Row(id, unit, topic, covers, hint, fn, UNIT_A_INTEGRATION.get(id, ()))
         return fn
 
     return register
@@ -692,6 +711,51 @@ TOPICS.update({
 })
 
 
+def _seeded(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
+    """A finished request and its pending report, written straight into the learner's own tables.
+
+    Rows that grade a Unit B function (delivery, reconcile) start from what a correct
+    ``finish`` would have left, so a slip in Unit A costs its points once, in Unit A.
+    When the learner's schema will not take a plain insert, the learner's own Unit A
+    path makes the report instead.
+    """
+    import sqlite3
+    from contextlib import closing
+
+    from ..work import REPORT_COLUMNS, WORK_COLUMNS
+    from .observe import _find_table
+
+    problems: list[str] = []
+    with closing(sqlite3.connect(c.store.path)) as look:  # reading only: nothing bypasses the store
+        work, work_columns = _find_table(look, WORK_COLUMNS, "work", problems, [])
+        report, report_columns = _find_table(look, REPORT_COLUMNS, "report", problems, [])
+        info = {row[1]: (row[2] or "").upper() for row in look.execute(f'PRAGMA table_info("{work}")')} if work else {}
+        auto = work is not None and any(row[1] == "work_id" and row[5] == 1 and (row[2] or "").upper() == "INTEGER"
+                                        for row in look.execute(f'PRAGMA table_info("{work}")'))
+    if problems:
+        return _finished(c, source, session, text, marker)
+    values = {"source_id": source, "session_id": session, "text": text, "state": "done"}
+    if "generation" in work_columns:
+        values["generation"] = 1
+    if "worker_id" in work_columns:
+        values["worker_id"] = "w1"
+    if not auto:
+        values["work_id"] = c.scenario.harness.rng.randint(1000, 999_999) if "INT" in info.get("work_id", "") \
+            else f"w-{c.scenario.harness.token(8)}"
+    try:
+        with c.store.transaction() as tx:
+            tx.execute(f'INSERT INTO "{work}" ({", ".join(values)}) VALUES ({", ".join("?" * len(values))})',
+                       tuple(values.values()))
+            work_id = tx.execute(f'SELECT work_id FROM "{work}" WHERE source_id = ?', (source,)).fetchone()[0]
+            stored = {"report_id": f"r-{work_id}-1", "work_id": work_id, "generation": 1, "session_id": session,
+                      "body": f"brief for {session} [{marker}]", "delivery": "pending"}
+            tx.execute(f'INSERT INTO "{report}" ({", ".join(stored)}) VALUES ({", ".join("?" * len(stored))})',
+                       tuple(stored.values()))
+    except sqlite3.Error:
+        return _finished(c, source, session, text, marker)
+    return {k: v for k, v in stored.items() if k != "delivery"}
+
+
 def _finished(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
     q = c.queue()
     c.admit(q, source, session, text)
@@ -749,7 +813,7 @@ def delivery_confirmed(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
 
     def script(c: Ctx):
-        report = _finished(c, source, session, text, marker)
+        report = _seeded(c, source, session, text, marker)
         transport = c.transport([])
         return report, [c.deliver_one(transport), c.deliver_one(transport)]
 
@@ -777,7 +841,7 @@ def delivery_refused_retry(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
 
     def script(c: Ctx):
-        _finished(c, source, session, text, marker)
+        _seeded(c, source, session, text, marker)
         transport = c.transport([Behaviour.REFUSE])
         return [c.deliver_one(transport), c.deliver_one(transport), c.deliver_one(transport)]
 
@@ -801,7 +865,7 @@ def lost_reply_unknown(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
 
     def first(c: Ctx):
-        _finished(c, source, session, text, marker)
+        _seeded(c, source, session, text, marker)
         return c.deliver_one(c.transport([Behaviour.LOSE_REPLY]))
 
     answer = ok(s.run(first), "delivering while the reply is lost")
@@ -824,7 +888,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
 
     def crash(c: Ctx):
-        _finished(c, source, session, text, marker)
+        _seeded(c, source, session, text, marker)
         c.deliver_one(c.transport([]))
 
     ok(s.run(crash, plan=KillAt(1, kinds=("accepted",))), "the process dies after the service accepted",
@@ -844,7 +908,7 @@ def delivery_crash_after_accept(h: Harness) -> str:
      hint="Commit 'sending' before calling the transport, and record 'confirmed' only after it returned a Receipt.")
 def delivery_sweep(h: Harness) -> str:
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
-    points = sweep(h, "deliver_one", lambda c: _finished(c, source, session, text, marker),
+    points = sweep(h, "deliver_one", lambda c: _seeded(c, source, session, text, marker),
                    lambda c, _: c.deliver_one(c.transport([])), _judge_delivery,
                    after=lambda c: [c.deliver_one(c.transport([])) for _ in range(2)])
     return f"{len(points)} crash points in deliver_one: never a second send, never confirmed without a send"
@@ -875,11 +939,8 @@ def reconcile_unknown(h: Harness) -> str:
     session, text, marker = h.session_id(), h.text(), h.token()
 
     def script(c: Ctx):
-        q = c.queue()
         for src in sources:
-            c.admit(q, src, session, text)
-        c.work_once(q, c.loop(marker), "w1")
-        c.work_once(q, c.loop(marker), "w1")
+            _seeded(c, src, session, text, marker)
         lossy = c.transport([Behaviour.LOSE_REPLY, Behaviour.REFUSE], idempotent=True)
         first = [c.deliver_one(lossy), c.deliver_one(lossy)]
         confirmed = c.reconcile(c.transport([], idempotent=True))
@@ -911,10 +972,8 @@ def idempotency_key_stable(h: Harness) -> str:
     sources, session, text, marker = [h.source_id(), h.source_id()], h.session_id(), h.text(), h.token()
 
     def script(c: Ctx):
-        q = c.queue()
         for src in sources:
-            c.admit(q, src, session, text)
-            c.work_once(q, c.loop(marker), "w1")
+            _seeded(c, src, session, text, marker)
         transport = c.transport([Behaviour.REFUSE, Behaviour.REFUSE], idempotent=True)
         return [c.deliver_one(transport) for _ in range(4)]
 

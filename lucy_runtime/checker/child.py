@@ -21,6 +21,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import sandbox
+
 CRASH_EXIT = 77
 """Exit status of a child stopped on purpose at a crash point."""
 
@@ -115,6 +117,7 @@ def _spawn(fn: Callable[[], Any]) -> tuple[int, int, float]:
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
+        sandbox.enter_child(write_end)  # before learner code: no inherited fds, the grader user when sandboxed
         captured = io.StringIO()
         try:
             devnull = os.open(os.devnull, os.O_RDWR)

@@ -377,9 +377,18 @@ def _rows_main() -> int:
     request = json.load(sys.stdin)
     if request.get("drop_to"):
         _drop_to = tuple(request["drop_to"])
-    os.umask(0)  # scenario folders: the children (the grader user) write in them
+        # Scenario folders are made here and written by the children (the grader user):
+        # in this sandbox-only process, every new file and folder is open to them.
+        os.umask(0)
+        make_temp = tempfile.mkdtemp
+
+        def shared_mkdtemp(*args, **kwargs):
+            path = make_temp(*args, **kwargs)
+            os.chmod(path, 0o777)
+            return path
+
+        tempfile.mkdtemp = shared_mkdtemp
     workdir = Path(tempfile.mkdtemp(prefix="lucy-check-"))
-    workdir.chmod(0o777)
     with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
                  workdir=workdir) as harness:
         results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]
@@ -389,6 +398,9 @@ def _rows_main() -> int:
 
 
 if __name__ == "__main__":
+    # Run in the importable module, not in __main__: the children check lucy_runtime.sandbox._drop_to.
+    from lucy_runtime import sandbox as _module
+
     if sys.argv[1:] == ["rows"]:
-        sys.exit(_rows_main())
-    print(detect().describe())
+        sys.exit(_module._rows_main())
+    print(_module.detect().describe())

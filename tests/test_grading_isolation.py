@@ -93,6 +93,28 @@ def test_a_child_drops_to_the_grader_user_and_keeps_no_inherited_descriptor(monk
     assert seen.ok and seen.value == (uid, gid, [], False), seen
 
 
+def test_the_sealed_recheck_runs_learner_cells_in_the_sandbox_as_the_grader_user(tmp_path):
+    from lucy_runtime.checker.rows import ROWS
+
+    box = sandbox.detect()
+    if not box.isolated:
+        pytest.skip(f"no sandbox here: {box.reason}")
+    listener = Listener()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the reference")
+    secret.chmod(0o644)
+    cell = (f"PORT = {listener.port}\n" + REPORT + "import os\n"
+            f"_lucy_report('sealed', sees={str(secret)!r} if os.path.exists({str(secret)!r}) else None,\n"
+            "             env=sorted(k for k in os.environ if k.startswith('NBGRADER')))\n")
+    row = next(r.id for r in ROWS.values() if r.unit == "A")
+    report = sandbox.run_sealed_rows([(f"{UNIT}:create_schema", cell)], [row], timeout=2.0, box=box)
+    assert [r.row_id for r in report.results] == [row] and not report.passed and report.title == "sealed"
+    seen = listener.of("sealed")
+    assert seen and all(r["where"] == "learner" and r["sees"] is None and r["env"] == [] for r in seen), seen
+    if box.drops_user:
+        assert {r["uid"] for r in seen} == {box.uid}
+
+
 def _is_open(fd: int) -> bool:
     try:
         os.fstat(fd)
@@ -121,12 +143,15 @@ here = pathlib.Path.cwd()
 found = [str(d / n) for d in [here, *here.parents] for n in ("source", "gradebook.db", "nbgrader_config.py", "release")
          if (d / n).exists()]
 found += [p for p in (COURSE + "/source", COURSE + "/gradebook.db", COURSE + "/submitted/b-detach", REPO) if _o.path.exists(p)]
-if __name__ == "__main__":
+if __name__ == "__main__":  # everything but the system and the Python installation (nbgrader ships examples)
+    import sys
+    skip = {"/proc", "/sys", "/dev", "/usr", sys.prefix, sys.base_prefix}
     for root, dirs, files in _o.walk("/"):
-        dirs[:] = [d for d in dirs if _o.path.join(root, d) not in ("/proc", "/sys", "/dev", "/usr")]
+        dirs[:] = [d for d in dirs if _o.path.join(root, d) not in skip]
         found += [_o.path.join(root, f) for f in files if f in ("gradebook.db", "nbgrader_config.py")
-                  or (f.endswith(".ipynb") and "source" in root)]
-env = sorted(k for k, v in _o.environ.items() if k.startswith("NBGRADER") or COURSE in v or REPO in v)
+                  or f == "ch07_unit_a.ipynb" and "source" in root]
+env = sorted(k for k, v in _o.environ.items()  # PWD is the working folder, which is the submission's path
+             if k.startswith("NBGRADER") or k != "PWD" and (COURSE in v or REPO in v))
 for path in found:  # the trick: run the reference's solution cells
     if path.endswith(".ipynb") and "source" in path:
         for cell in _j.load(open(path))["cells"]:

@@ -25,7 +25,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not box.isolated:
             sandbox._warn_once(box, self.log)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
-        argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd") or ".",
+        argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
                                                          connection_file=self.connection_file)
         # bwrap does not pass SIGINT on to the kernel: interrupt through the control channel instead.
         self.kernel_spec.interrupt_mode = "message"

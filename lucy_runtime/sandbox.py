@@ -110,6 +110,9 @@ class Sandbox:
             return dirs + [kind, host, inside]
 
         for path in python_paths(argv[0] if argv else None):
+            if workdir is not None and Path(workdir).is_relative_to(path):
+                raise SandboxUnavailable(f"the Python installation {path} holds the folder being graded: "
+                                         "mounting it would mount the course")
             box += mount("--ro-bind", path, path)
         box += mount("--ro-bind", str(runtime), RUNTIME_IN_BOX)
         for host, inside in read_only:
@@ -196,7 +199,7 @@ def own_unit_a(folder: Path) -> list[Path]:
     return [p for p in found if p.is_file() and not p.is_symlink()]
 
 
-def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike,
+def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike | None,
                   connection_file: str) -> tuple[list[str], Path]:
     """The sandboxed command line of a notebook's kernel, and a scratch folder to delete after it.
 
@@ -204,10 +207,14 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
     path: the learner sees the usual path, and nothing written there reaches the course
     (a symlink left in the real folder would make nbgrader write through it).
     """
-    folder = Path(cwd).resolve()
     scratch = Path(tempfile.mkdtemp(prefix="lucy-kernel-"))
     work, connection = scratch / "work", scratch / "kernel.json"
-    shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    if cwd is None:  # no notebook folder: an empty one, never the grader's own working folder
+        folder = Path("/tmp/notebook")
+        work.mkdir()
+    else:
+        folder = Path(cwd).resolve()
+        shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copyfile(connection_file, connection)
     connection.chmod(0o400)
     if box.drops_user:
@@ -306,7 +313,7 @@ def enter_child(*keep: int) -> None:
         for fd in sorted(k for k in keep if k >= 3):
             os.closerange(low, fd)
             low = fd + 1
-        os.closerange(low, 1 << 16)
+        os.closerange(low, max(1 << 16, os.sysconf("SC_OPEN_MAX")))
         if _drop_to is not None:
             uid, gid = _drop_to
             os.umask(0)  # the orchestrator and its observer (another user) read and write these files

@@ -7,6 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
+SANDBOX := $(VENV)/.sandbox
 
 .PHONY: demo test test-fast lab release check mutation bench clean help
 
@@ -35,10 +36,18 @@ $(BROWSER): $(STAMP)
 	  else echo "The browser test needs Debian's chromium: sudo apt-get install -y chromium"; exit 1; fi; }
 	touch $(BROWSER)
 
-demo: $(STAMP)
+# Grading runs learner code in a bubblewrap sandbox (lucy_runtime/sandbox.py): as root,
+# install Debian's bubblewrap; otherwise say what grading gets without it.
+$(SANDBOX): $(STAMP)
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "Without bubblewrap, learner code is graded unsandboxed: sudo apt-get install -y bubblewrap"; fi; }
+	touch $(SANDBOX)
+
+demo: $(STAMP) $(SANDBOX)
 	$(BIN)/lucy demo
 
-test: $(STAMP) $(BROWSER)
+test: $(STAMP) $(BROWSER) $(SANDBOX)
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)

@@ -29,14 +29,19 @@ c.CheckCellMetadata.enabled = True
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, Execute, GetGrades, IgnorePattern, LimitOutput,
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput,
     SaveAutoGrades,
 )
 
+from lucy_runtime.grading_kernel import SandboxedExecute  # noqa: E402
 from lucy_runtime.sealed import SealedVerdicts  # noqa: E402
 
+# Learner code runs in a sandbox (lucy_runtime/sandbox.py): the kernel and the sealed
+# re-check's children see only that submission, never source/, the gradebook or other
+# students. SandboxedExecute is nbgrader's Execute with the kernel started in it
+# (nbgrader ignores c.Execute.kernel_manager_class: it passes its own as a keyword).
 c.Autograde.autograde_preprocessors = [
-    Execute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
     AssignLatePenalties, CheckCellMetadata,
 ]
 

@@ -79,7 +79,9 @@ def _release(args) -> int:
 
 def _verify(args) -> int:
     from .educator.verify import main_progress, verify
+    from .sandbox import detect
 
+    print(detect().describe(), flush=True)  # learner code is sandboxed, or one warning says it is not
     report = verify(progress=main_progress)
     print("\nGrade table (autograded points only; written answers are marked by hand)\n")
     print(report.grade_table())

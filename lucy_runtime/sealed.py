@@ -20,6 +20,7 @@ from traitlets import Float
 from .checker import SourceLearner, run_rows
 from .checker.rows import ROWS
 from .notebook import IMPORTS_CELL, is_learner_owned, nbgrader_meta
+from .sandbox import run_sealed_rows
 
 
 def row_cells(nb) -> dict[str, str]:
@@ -85,8 +86,8 @@ class SealedVerdicts(NbGraderPreprocessor):
         folder = resources.get("metadata", {}).get("path") or None
         verdicts = {}
         if graded:
-            report = run_rows(notebook_learner(nb, unit, folder), [ROWS[r] for r in dict.fromkeys(graded.values())],
-                              timeout=self.timeout, title="sealed")
+            report = run_sealed_rows(notebook_learner(nb, unit, folder).cells, list(dict.fromkeys(graded.values())),
+                                     timeout=self.timeout, log=self.log)
             verdicts = {r.row_id: r for r in report.results}
         for cell in graded_code_cells(nb):
             grade_id = nbgrader_meta(cell).get("grade_id", "")

@@ -1,0 +1,48 @@
+"""nbgrader's Execute step with the notebook's kernel inside the grading sandbox (``sandbox.py``).
+
+nbgrader's ``Execute`` passes ``kernel_manager_class=AsyncKernelManager`` to nbclient as
+a keyword, which wins over ``c.Execute.kernel_manager_class`` in the config; so the
+course configures ``SandboxedExecute`` in place of ``Execute``.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from jupyter_client.manager import AsyncKernelManager
+from nbgrader.preprocessors import Execute
+
+from . import sandbox
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """Starts the kernel inside the grading sandbox; everything it started dies with it."""
+
+    _lucy_scratch = None
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        box = sandbox.detect()
+        if not box.isolated:
+            sandbox._warn_once(box, self.log)
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
+                                                         connection_file=self.connection_file)
+        # bwrap does not pass SIGINT on to the kernel: interrupt through the control channel instead.
+        self.kernel_spec.interrupt_mode = "message"
+        kw.update(cwd="/", env={"PATH": "/usr/bin:/bin"})
+        self.log.debug("Sandboxed kernel: %s", argv)
+        await super()._async_launch_kernel(argv, **kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self._lucy_scratch is not None and not restart:
+            shutil.rmtree(self._lucy_scratch, ignore_errors=True)
+            self._lucy_scratch = None
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute, its kernel in the grading sandbox."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)

@@ -1,0 +1,413 @@
+"""Where untrusted learner code runs while it is graded.
+
+Under ``nbgrader autograde`` learner code runs in two places: the notebook's kernel,
+and the children the sealed re-check forks (``sealed.py``). Both run inside a
+sandbox built with Debian's bubblewrap (``bwrap``) when the platform gives it:
+
+* **user** (root and bwrap): a mount namespace that holds only ``/usr``, ``/etc``, the
+  Python installation, a read-only snapshot of this runtime and the one working folder;
+  a private ``/tmp``, ``/proc`` and pid namespace (everything started inside dies with
+  it); learner code runs as the dedicated system user ``lucy-grader``.
+* **mounts** (bwrap through user namespaces, not root): the same mounts, as the
+  educator's own user.
+* **none**: learner code runs as the grading user, with the course in reach; only the
+  sealed verdict protects the grade. One warning line says so.
+
+The course directory, ``source/``, the gradebook and other students' folders do not
+exist inside. The environment is rebuilt from scratch: no ``NBGRADER_*`` variables and
+no course paths, plus ``LUCY_GRADING=sealed``.
+
+``python -m lucy_runtime.sandbox rows`` is the sealed re-check's orchestrator inside
+the sandbox: it reads a JSON request (learner cells, row ids, timeout) on stdin and
+prints the rows' results as JSON. It is trusted code; the learner code runs only in its
+forked children, which call ``enter_child()`` and drop to the grader user first.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+GRADER_USER = "lucy-grader"
+NOBODY = 65534
+RUNTIME_IN_BOX = "/opt/lucy-runtime"
+"""Where the read-only snapshot of ``lucy_runtime`` is mounted inside the sandbox."""
+SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", "educator")
+"""Not in the snapshot: bytecode (compiled afresh) and ``educator/`` (correct alternatives are solutions)."""
+ENV_SWITCH = "LUCY_SANDBOX"
+"""``LUCY_SANDBOX=off`` grades without isolation (for an educator who knows why)."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox was needed and could not be built or did not answer."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The grading isolation this machine gives, and how to run a command inside it."""
+
+    mode: str  # "user" | "mounts" | "none"
+    bwrap: str | None = None
+    uid: int | None = None
+    gid: int | None = None
+    user: str = ""
+    reason: str = ""
+    runtime: Path | None = field(default=None, compare=False)
+
+    @property
+    def isolated(self) -> bool:
+        return self.mode != "none"
+
+    @property
+    def drops_user(self) -> bool:
+        return self.mode == "user"
+
+    def describe(self) -> str:
+        if self.mode == "user":
+            return (f"grading isolation: learner code runs as {self.user} (uid {self.uid}) in a bubblewrap "
+                    "sandbox without the course directory")
+        if self.mode == "mounts":
+            return ("grading isolation: learner code runs in a bubblewrap sandbox without the course directory, "
+                    "as your own user (run as root for a dedicated grader user)")
+        return self.warning()
+
+    def warning(self) -> str:
+        return ("WARNING: no grading isolation: learner code runs as this user with the course directory in reach "
+                f"({self.reason}); only the sealed re-check protects grades. See README, 'Grading isolation'.")
+
+    def command(self, argv: list[str], *, workdir: str | os.PathLike | None = None, work_source: str | os.PathLike | None = None,
+                read_only: list[tuple[str, str]] = (), env: dict[str, str] | None = None, as_grader: bool = True,
+                caps: tuple[str, ...] = ()) -> list[str]:
+        """The bwrap command line that runs ``argv`` inside the sandbox.
+
+        ``workdir`` is the one writable folder, seen at that path inside (``/tmp`` only when
+        None); ``work_source`` is the host folder mounted there (``workdir`` itself when not given).
+        ``read_only`` adds (host path, path inside) pairs. ``as_grader`` runs ``argv``
+        as the grader user (mode "user"); ``caps`` are the capabilities ``argv`` keeps
+        instead (the rows' orchestrator keeps CAP_SETUID and CAP_SETGID for its children).
+        """
+        if not self.isolated:
+            raise SandboxUnavailable(self.warning())
+        runtime = self.runtime or runtime_snapshot()
+        box = [self.bwrap, *_system_binds()]
+        box += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        made = {"/", "/tmp", "/usr", "/etc", "/proc", "/dev"}
+
+        def mount(kind: str, host: str, inside: str) -> list[str]:
+            dirs = []  # bwrap would make missing parents 0700: the grader user could not pass them
+            for parent in reversed(Path(inside).parents):
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    dirs += ["--perms", "0755", "--dir", str(parent)]
+            return dirs + [kind, host, inside]
+
+        for path in python_paths(argv[0] if argv else None):
+            if workdir is not None and Path(workdir).is_relative_to(path):
+                raise SandboxUnavailable(f"the Python installation {path} holds the folder being graded: "
+                                         "mounting it would mount the course")
+            box += mount("--ro-bind", path, path)
+        box += mount("--ro-bind", str(runtime), RUNTIME_IN_BOX)
+        for host, inside in read_only:
+            box += mount("--ro-bind", str(host), str(inside))
+        if workdir is not None:
+            box += mount("--bind", str(work_source or workdir), str(workdir)) + ["--chdir", str(workdir)]
+        else:
+            box += ["--chdir", "/tmp"]
+        box += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+        drop_here = self.drops_user and as_grader and not caps
+        if self.mode == "user":  # setpriv (or the orchestrator) needs these two to become the grader user
+            box += ["--cap-drop", "ALL"]
+            for cap in caps or (("CAP_SETUID", "CAP_SETGID") if drop_here else ()):
+                box += ["--cap-add", cap]
+        box += ["--clearenv"]
+        for key, value in sandbox_env(env).items():
+            box += ["--setenv", key, value]
+        if drop_here:
+            setpriv = shutil.which("setpriv", path="/usr/bin:/bin") or "/usr/bin/setpriv"
+            box += ["--", setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        else:
+            box += ["--"]
+        return box + list(argv)
+
+
+def _system_binds() -> list[str]:
+    """/usr and /etc read-only, and the /lib, /bin ... links (or folders) of a merged-/usr system."""
+    binds = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("lib", "lib32", "lib64", "bin", "sbin"):
+        if os.path.islink(f"/{name}"):
+            binds += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
+        elif os.path.isdir(f"/{name}"):
+            binds += ["--ro-bind", f"/{name}", f"/{name}"]
+    return binds
+
+
+def python_paths(executable: str | None = None) -> list[str]:
+    """Folders the sandbox needs for Python itself: the venv and the interpreter it was made from."""
+    found = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    for exe in filter(None, (executable, sys.executable)):
+        if os.path.isabs(exe):
+            found += [str(Path(exe).parent.parent), str(Path(exe).resolve().parent.parent)]
+    kept: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in found} | set(found), key=len):
+        if path in ("/", "/usr") or path.startswith("/usr/") or not os.path.isdir(path):
+            continue
+        if any(path == k or path.startswith(k + "/") for k in kept):
+            continue
+        kept.append(path)
+    return kept
+
+
+def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment inside: nothing of nbgrader's or the course's."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter-runtime",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "MPLCONFIGDIR": "/tmp/.matplotlib",
+        "PYTHONPATH": RUNTIME_IN_BOX,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+        "LUCY_GRADING": "sealed",
+    }
+    env.update(extra or {})
+    return {k: v for k, v in env.items() if not k.startswith("NBGRADER")}
+
+
+# --- the notebook's kernel -----------------------------------------------------------------
+
+CONNECTION_IN_BOX = "/run/lucy/kernel.json"
+UNIT_A = "ch07_unit_a"
+
+
+def own_unit_a(folder: Path) -> list[Path]:
+    """The Unit A notebooks of the student whose Unit B runs in ``folder`` (where ``carry.py`` looks)."""
+    parts = folder.parts
+    if len(parts) < 3 or parts[-3] not in ("autograded", "submitted") or parts[-1] == UNIT_A:
+        return []
+    course, student = folder.parents[2], parts[-2]
+    found = [course / area / student / UNIT_A / f"{UNIT_A}.ipynb" for area in ("autograded", "submitted")]
+    return [p for p in found if p.is_file() and not p.is_symlink()]
+
+
+def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike | None,
+                  connection_file: str) -> tuple[list[str], Path]:
+    """The sandboxed command line of a notebook's kernel, and a scratch folder to delete after it.
+
+    The kernel works in a private copy of its notebook folder, mounted at the folder's own
+    path: the learner sees the usual path, and nothing written there reaches the course
+    (a symlink left in the real folder would make nbgrader write through it).
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="lucy-kernel-"))
+    work, connection = scratch / "work", scratch / "kernel.json"
+    if cwd is None:  # no notebook folder: an empty one, never the grader's own working folder
+        folder = Path("/tmp/notebook")
+        work.mkdir()
+    else:
+        folder = Path(cwd).resolve()
+        shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copyfile(connection_file, connection)
+    connection.chmod(0o400)
+    if box.drops_user:
+        for root, dirs, files in os.walk(work):
+            os.lchown(root, box.uid, box.gid)
+            for name in dirs + files:
+                os.lchown(os.path.join(root, name), box.uid, box.gid)
+        os.chown(connection, box.uid, box.gid)
+    real = os.path.realpath(connection_file)
+    argv = [CONNECTION_IN_BOX if arg in (connection_file, real) else arg for arg in kernel_cmd]
+    read_only = [(str(connection), CONNECTION_IN_BOX)] + [(str(p), str(p)) for p in own_unit_a(folder)]
+    return box.command(argv, workdir=folder, work_source=work, read_only=read_only), scratch
+
+
+# --- what the platform gives --------------------------------------------------------------
+
+def _bwrap_works(bwrap: str) -> str:
+    """'' when a trivial sandbox starts, else why not."""
+    try:
+        done = subprocess.run([bwrap, *_system_binds(), "--proc", "/proc", "--dev", "/dev",
+                               "--unshare-pid", "--die-with-parent", "/usr/bin/true"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap does not start: {error}"
+    return "" if done.returncode == 0 else f"bwrap cannot build a sandbox here: {done.stderr.strip()[:200]}"
+
+
+def grader_account() -> tuple[str, int, int]:
+    """The dedicated grader user, created on first use (root only); nobody when that fails."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(GRADER_USER)
+        return GRADER_USER, entry.pw_uid, entry.pw_gid
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd", path="/usr/sbin:/sbin:/usr/bin")
+    if useradd:
+        subprocess.run([useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", GRADER_USER], capture_output=True, timeout=60)
+        try:
+            entry = pwd.getpwnam(GRADER_USER)
+            return GRADER_USER, entry.pw_uid, entry.pw_gid
+        except KeyError:
+            pass
+    return "nobody", NOBODY, NOBODY
+
+
+@functools.lru_cache(maxsize=1)
+def detect() -> Sandbox:
+    """The isolation this process can give learner code (checked once per process)."""
+    if os.environ.get(ENV_SWITCH, "").lower() in ("off", "none", "0", "no"):
+        return Sandbox("none", reason=f"{ENV_SWITCH}={os.environ[ENV_SWITCH]}")
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return Sandbox("none", reason="bubblewrap (bwrap) is not installed")
+    problem = _bwrap_works(bwrap)
+    if problem:
+        return Sandbox("none", bwrap=bwrap, reason=problem)
+    if os.geteuid() == 0:
+        user, uid, gid = grader_account()
+        return Sandbox("user", bwrap, uid, gid, user)
+    return Sandbox("mounts", bwrap, os.getuid(), os.getgid(), reason="not root: no separate grader user")
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_snapshot() -> Path:
+    """A read-only copy of this package, made once per process; what the grading kernel imports."""
+    package = Path(__file__).resolve().parent
+    holder = Path(tempfile.mkdtemp(prefix="lucy-runtime-"))
+    atexit.register(shutil.rmtree, holder, True)
+    copy = holder / package.name
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns(*SNAPSHOT_LEAVES_OUT))
+    import compileall
+
+    compileall.compile_dir(str(copy), quiet=2, ddir=f"{RUNTIME_IN_BOX}/{package.name}", workers=1)
+    for root, dirs, files in os.walk(holder):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
+    return holder
+
+
+# --- inside the sandbox --------------------------------------------------------------------
+
+_drop_to: tuple[int, int] | None = None
+"""Set by the rows' orchestrator: the (uid, gid) its children run learner code as."""
+
+
+def enter_child(*keep: int) -> None:
+    """First thing in a forked child, before learner code: close every inherited file
+    descriptor but ``keep`` (and 0-2), and drop to the grader user when the sandbox says so.
+    Never returns on failure: the child ends instead of running learner code privileged."""
+    try:
+        low = 3
+        for fd in sorted(k for k in keep if k >= 3):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, max(1 << 16, os.sysconf("SC_OPEN_MAX")))
+        if _drop_to is not None:
+            uid, gid = _drop_to
+            os.umask(0)  # the orchestrator and its observer (another user) read and write these files
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            if os.getuid() != uid or os.geteuid() != uid:
+                raise PermissionError("still privileged")
+    except BaseException:
+        os._exit(70)
+
+
+def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout: float, box: Sandbox | None = None,
+                    log=None):
+    """The sealed re-check of ``row_ids`` against ``cells``, in the sandbox when there is one.
+
+    Returns the same ``CheckReport`` as ``run_rows(..., title="sealed")``.
+    """
+    from .checker import CheckReport, RowResult, SourceLearner, run_rows
+    from .checker.rows import ROWS
+
+    box = box or detect()
+    if not box.isolated:
+        _warn_once(box, log)
+        return run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
+    request = {"cells": [list(c) for c in cells], "rows": list(row_ids), "timeout": timeout,
+               "drop_to": [box.uid, box.gid] if box.drops_user else None}
+    argv = box.command([sys.executable, "-m", "lucy_runtime.sandbox", "rows"],
+                       caps=("CAP_SETUID", "CAP_SETGID") if box.drops_user else ())
+    try:
+        done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, cwd="/",
+                              env={"PATH": "/usr/bin:/bin"}, timeout=max(600.0, 60 * timeout * max(len(row_ids), 1)))
+    except subprocess.TimeoutExpired as error:
+        raise SandboxUnavailable(f"the sealed re-check did not finish in {error.timeout:.0f} s") from None
+    if done.returncode != 0:
+        raise SandboxUnavailable(f"the sealed re-check failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    try:
+        results = tuple(RowResult(**r) for r in json.loads(done.stdout))
+    except (ValueError, TypeError) as error:
+        raise SandboxUnavailable(f"the sealed re-check answered nonsense ({error}):\n{done.stderr[-2000:]}") from None
+    if [r.row_id for r in results] != list(row_ids):
+        raise SandboxUnavailable("the sealed re-check answered for other rows than it was asked")
+    return CheckReport(results, "sealed")
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(box: Sandbox, log=None) -> None:
+    if box.isolated or box.reason in _warned:
+        return
+    _warned.add(box.reason)
+    if log is not None:
+        log.warning(box.warning())
+    else:
+        print(box.warning(), file=sys.stderr, flush=True)
+
+
+def _rows_main() -> int:
+    """The sealed re-check's orchestrator (trusted); learner code only in its children."""
+    global _drop_to
+    from .checker import SourceLearner, run_row
+    from .checker.harness import Harness
+    from .checker.rows import ROWS
+
+    answer = os.fdopen(os.dup(1), "w")  # the report goes here; nothing else may write to it
+    os.dup2(2, 1)
+    request = json.load(sys.stdin)
+    if request.get("drop_to"):
+        _drop_to = tuple(request["drop_to"])
+        # Scenario folders are made here and written by the children (the grader user):
+        # in this sandbox-only process, every new file and folder is open to them.
+        os.umask(0)
+        make_temp = tempfile.mkdtemp
+
+        def shared_mkdtemp(*args, **kwargs):
+            path = make_temp(*args, **kwargs)
+            os.chmod(path, 0o777)
+            return path
+
+        tempfile.mkdtemp = shared_mkdtemp
+    workdir = Path(tempfile.mkdtemp(prefix="lucy-check-"))
+    with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
+                 workdir=workdir) as harness:
+        results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]
+    json.dump(results, answer)
+    answer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    # Run in the importable module, not in __main__: the children check lucy_runtime.sandbox._drop_to.
+    from lucy_runtime import sandbox as _module
+
+    if sys.argv[1:] == ["rows"]:
+        sys.exit(_module._rows_main())
+    print(_module.detect().describe())

@@ -1,8 +1,15 @@
 # nbgrader configuration for Lucy, Chapter 7. This folder is the course directory:
 # source/ holds the notebooks with solutions and hidden tests, release/ what learners get.
 import os
+import sys
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
+
+# nbgrader runs `alembic` by name when it creates or upgrades the gradebook. The course's own
+# interpreter folder comes first on PATH, so `.venv/bin/nbgrader ...` works from any shell.
+_bin = os.path.dirname(sys.executable)
+if _bin not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _bin + os.pathsep + os.environ.get("PATH", "")
 
 c.CourseDirectory.course_id = "lucy-ch07"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
@@ -17,7 +24,6 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # this is the ceiling for a whole cell.
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
-c.Execute.allow_errors = True
 
 # Deleted or edited test cells come back from the source at autograde.
 c.OverwriteCells.add_missing_cells = True

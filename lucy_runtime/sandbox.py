@@ -92,7 +92,7 @@ class Sandbox:
         None); ``work_source`` is the host folder mounted there (``workdir`` itself when not given).
         ``read_only`` adds (host path, path inside) pairs. ``as_grader`` runs ``argv``
         as the grader user (mode "user"); ``caps`` are the capabilities ``argv`` keeps
-        instead (the rows' orchestrator keeps CAP_SETUID and CAP_SETGID for its children).
+        instead (the rows' orchestrator keeps CAP_SETUID and CAP_SETGID for its children, and CAP_KILL to stop them).
         """
         if not self.isolated:
             raise SandboxUnavailable(self.warning())
@@ -342,7 +342,7 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
     request = {"cells": [list(c) for c in cells], "rows": list(row_ids), "timeout": timeout,
                "drop_to": [box.uid, box.gid] if box.drops_user else None}
     argv = box.command([sys.executable, "-m", "lucy_runtime.sandbox", "rows"],
-                       caps=("CAP_SETUID", "CAP_SETGID") if box.drops_user else ())
+                       caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else ())
     try:
         done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, cwd="/",
                               env={"PATH": "/usr/bin:/bin"}, timeout=max(600.0, 60 * timeout * max(len(row_ids), 1)))

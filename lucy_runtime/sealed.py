@@ -95,7 +95,7 @@ class SealedVerdicts(NbGraderPreprocessor):
                 verdict = verdicts[graded[grade_id]]
                 cell.outputs = verdict_outputs(verdict)
                 if not verdict.passed:
-                    self.log.info("sealed verdict: %s fails: %s", verdict.row_id, verdict.observation)
+                    self.log.debug("sealed verdict: %s fails: %s", verdict.row_id, verdict.observation)
             else:
                 cell.outputs = unknown_cell_outputs(grade_id)
                 self.log.warning("sealed verdict: autograded cell %s names no acceptance row", grade_id)

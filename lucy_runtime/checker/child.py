@@ -476,12 +476,15 @@ _versions: dict[str, sqlite3.Connection] = {}
 
 
 def _data_version(db: str) -> int | None:
-    if not os.path.exists(db):
+    # Read-only, and only once the child's own connection has made the WAL files: a connection
+    # of the parent's must never create a file the child (another user, when sandboxed) then cannot write.
+    if not all(os.path.exists(db + suffix) for suffix in ("", "-wal", "-shm")):
         return None
     try:
         conn = _versions.get(db)
         if conn is None:
-            conn = _versions[db] = sqlite3.connect(db, timeout=5, isolation_level=None, check_same_thread=False)
+            conn = _versions[db] = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5,
+                                                   isolation_level=None, check_same_thread=False)
         return conn.execute("PRAGMA data_version").fetchone()[0]
     except sqlite3.Error:
         return None

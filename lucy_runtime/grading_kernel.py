@@ -7,12 +7,14 @@ course configures ``SandboxedExecute`` in place of ``Execute``.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from jupyter_client.manager import AsyncKernelManager
 from nbgrader.preprocessors import Execute
 
 from . import sandbox
+from .checker import SEALED_ENV
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -24,6 +26,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         box = sandbox.detect()
         if not box.isolated:
             sandbox._warn_once(box, self.log)
+            # Even unsandboxed, the sealed verdict decides: the kernel's grade() need not run the rows too.
+            kw["env"] = {**(kw.get("env") or os.environ), SEALED_ENV: "sealed"}
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
                                                          connection_file=self.connection_file)

@@ -125,8 +125,8 @@ class CountPoints:
             self.points.append(Point(kind, sql).describe())
 
 
-class CrashAtWrite:
-    """Ends the process just before the ``n``-th write sent through the store (commits not counted)."""
+class _AtWrite:
+    """Does something just before the ``n``-th write sent through the store (commits not counted)."""
 
     def __init__(self, n: int):
         self.n, self.seen = n, 0
@@ -135,20 +135,24 @@ class CrashAtWrite:
         if kind == "write":
             self.seen += 1
             if self.seen == self.n:
-                os._exit(EXPERIMENT_EXIT)
+                self.act()
+
+    def act(self) -> None:
+        raise NotImplementedError
 
 
-class FaultAt:
-    """Makes the ``n``-th write sent through the store fail with a database error."""
+class CrashAtWrite(_AtWrite):
+    """Ends the process just before the ``n``-th write."""
 
-    def __init__(self, n: int):
-        self.n, self.seen = n, 0
+    def act(self) -> None:
+        os._exit(EXPERIMENT_EXIT)
 
-    def __call__(self, kind: str, sql: str) -> None:
-        if kind == "write":
-            self.seen += 1
-            if self.seen == self.n:
-                raise InjectedFault("disk I/O error (injected by your experiment)")
+
+class FaultAt(_AtWrite):
+    """Makes the ``n``-th write fail with a database error."""
+
+    def act(self) -> None:
+        raise InjectedFault("disk I/O error (injected by your experiment)")
 
 
 EXPERIMENT_EXIT = 77

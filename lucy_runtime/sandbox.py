@@ -305,9 +305,13 @@ _drop_to: tuple[int, int] | None = None
 
 
 def enter_child(*keep: int) -> None:
-    """First thing in a forked child, before learner code: close every inherited file
-    descriptor but ``keep`` (and 0-2), and drop to the grader user when the sandbox says so.
+    """First thing in a forked child, before learner code: when the sealed re-check runs in the
+    sandbox, close every inherited file descriptor but ``keep`` (and 0-2) and drop to the grader user.
     Never returns on failure: the child ends instead of running learner code privileged."""
+    if _drop_to is None:
+        # Not grading in the sandbox (a learner's own check(), an experiment): the kernel's
+        # open SQLite files must stay open, or SQLite in the child loses track of its locks.
+        return
     try:
         low = 3
         for fd in sorted(k for k in keep if k >= 3):

@@ -48,3 +48,22 @@ def test_tables_html_escapes_what_it_shows(tmp_path, reference_cells):
     explorer._run(explorer._admit)
     page = tables_html(explorer.db)
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_an_experiment_child_can_open_a_file_the_kernel_holds_open(tmp_path):
+    # A notebook keeps Store objects open while its experiments fork: the child must still work.
+    from lucy_runtime.explore import after_restart
+    from lucy_runtime.store import Store
+
+    held = Store(tmp_path / "held.sqlite3")
+    with held.transaction() as tx:
+        tx.execute("CREATE TABLE t (n INTEGER)")
+
+    def work():
+        with Store(tmp_path / "held.sqlite3").transaction() as tx:
+            tx.execute("INSERT INTO t VALUES (1)")
+
+    seen = after_restart(work, lambda: [r[0] for r in Store(tmp_path / "held.sqlite3").query("SELECT n FROM t")],
+                         timeout=10)
+    assert seen == [1]
+    held.close()

@@ -90,7 +90,7 @@ def test_a_child_drops_to_the_grader_user_and_keeps_no_inherited_descriptor(monk
         seen = run_in_child(lambda: (os.getuid(), os.getgid(), os.getgroups(), _is_open(inherited)))
     finally:
         os.close(inherited)
-    assert seen.ok and seen.value == (uid, gid, [], False), seen
+    assert seen.ok and seen.value == [uid, gid, [], False], seen  # answers travel as JSON: lists
 
 
 def test_the_sealed_recheck_runs_learner_cells_in_the_sandbox_as_the_grader_user(tmp_path):

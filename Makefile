@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
 
-.PHONY: demo test test-fast lab release check mutation bench clean help
+.PHONY: demo test test-fast lab formgrader release check mutation bench clean help
 
 help:
 	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases,"
@@ -17,6 +17,8 @@ help:
 	@echo "make test           run the whole test suite"
 	@echo "make test-fast      the suite without the real-nbgrader tests"
 	@echo "make lab            JupyterLab on release/ with this project's kernel"
+	@echo "make formgrader     JupyterLab on this course folder with nbgrader's formgrader (127.0.0.1):"
+	@echo "                    Nbgrader > Formgrader > Manual Grading scores the written answers"
 	@echo "make release        regenerate release/ from source/ with nbgrader"
 	@echo "make check          run every acceptance row against the reference in source/"
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
@@ -55,6 +57,12 @@ test-fast: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+# The course folder is the server's root: formgrader reads nbgrader_config.py and gradebook.db here.
+formgrader: $(STAMP)
+	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. \
+	  --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 release: $(STAMP)
 	$(BIN)/lucy release

@@ -6,79 +6,28 @@ download a browser here). ``make test`` installs both; screenshots land in artif
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import nbformat
 import pytest
 
 from lucy_runtime.educator.verify import filled
 
 from .conftest import REPO
+from .lab import ARTIFACTS, CHROMIUM, FLAGS, lab_settings, need_chromium, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = REPO / "artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: `make test` installs it (apt-get install -y chromium)")
+    need_chromium()
     folder = tmp_path_factory.mktemp("learner")
     for unit in ("ch07_unit_a", "ch07_unit_b"):
         source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
         release = nbformat.read(str(REPO / "release" / unit / f"{unit}.ipynb"), as_version=4)
         (folder / unit).mkdir()
         nbformat.write(filled(release, source), str(folder / unit / f"{unit}.ipynb"))
-    port, token = free_port(), secrets.token_hex(16)
-    # Render every cell (JupyterLab 4 renders off-screen cells lazily), and ask nothing about news.
-    settings = tmp_path_factory.mktemp("lab-settings")
-    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-        '{"windowingMode": "none"}')
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}')
-    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1", JUPYTERLAB_SETTINGS_DIR=str(settings),
-               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={folder}", "--ServerApp.open_browser=False",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--allow-root"],
-        cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail("JupyterLab did not start on 127.0.0.1")
-            time.sleep(0.5)
-    yield f"http://127.0.0.1:{port}", token, folder
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
+    with running_lab(folder, lab_settings(tmp_path_factory.mktemp("lab-settings"))) as running:
+        yield running.base, running.token, folder
 
 
 @pytest.mark.parametrize("unit", ["ch07_unit_a", "ch07_unit_b"])

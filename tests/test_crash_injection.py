@@ -102,24 +102,36 @@ def test_a_commit_through_a_connection_of_ones_own_is_caught(tmp_path):
 
 
 def test_nothing_a_child_writes_to_its_pipes_is_unpickled(tmp_path):
+    # In a process of its own, so the forged bytes land only in pipes the checker made.
+    import subprocess
+    import sys
+
     marker = tmp_path / "pwned"
+    script = f"""
+import os, pickle
+from lucy_runtime.checker.child import run_in_child
+from lucy_runtime.checker.faults import Count
 
-    def forge():
-        import pickle
 
-        class Evil:
-            def __reduce__(self):
-                return (open, (str(marker), "w"))
+class Evil:
+    def __reduce__(self):
+        return (open, ({str(marker)!r}, "w"))
 
-        for fd in range(3, 64):
-            try:
-                os.write(fd, pickle.dumps(("returned", Evil(), None, "")))
-            except OSError:
-                pass
-        os._exit(0)
 
-    result = run_in_child(forge, plan=Count())
-    assert result.status == Status.DIED and not marker.exists()
+def forge():
+    for fd in range(3, 64):
+        try:
+            os.write(fd, pickle.dumps(("returned", Evil(), None, "")))
+        except OSError:
+            pass
+    os._exit(0)
+
+
+print(run_in_child(forge, plan=Count()).status.value)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "died", done.stdout + done.stderr
+    assert not marker.exists()
 
 
 # --- the tamper cases, against the checker itself ----------------------------------------------

@@ -204,7 +204,16 @@ def judge(entries: list[Entry]) -> list[str]:
     return problems
 
 
-HIDDEN_MARKS = ("BEGIN HIDDEN TESTS", 'grade("', "grade(&quot;")
+def hidden_marks() -> tuple[str, ...]:
+    """What a leaked hidden test looks like in feedback HTML: its markers, or a call of a row by id.
+
+    A learner cell may mention ``grade(`` in its own code (a tamper case does); only a
+    call that names a row is the hidden part of a test cell.
+    """
+    from ..checker.rows import ROWS
+
+    calls = [form.format(row) for row in ROWS for form in ('grade("{}")', "grade(&quot;{}&quot;)", "grade(&#34;{}&#34;)")]
+    return ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", *calls)
 
 
 def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
@@ -223,7 +232,7 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
     csv = root / "grades.csv"
     grades.to_csv(csv, index=False)
     problems = [f"the feedback {path.relative_to(root)} shows a hidden test" for path in html
-                if any(mark in path.read_text(encoding="utf-8") for mark in HIDDEN_MARKS)]
+                if any(mark in path.read_text(encoding="utf-8") for mark in hidden_marks())]
     if len(html) != len(entries):
         problems.append(f"generate_feedback wrote {len(html)} feedback files for {len(entries)} submissions")
     exported = {(row.student_id, row.assignment): float(row.raw_score) for row in grades.itertuples()}

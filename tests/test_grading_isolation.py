@@ -142,7 +142,9 @@ import pathlib
 here = pathlib.Path.cwd()
 found = [str(d / n) for d in [here, *here.parents] for n in ("source", "gradebook.db", "nbgrader_config.py", "release")
          if (d / n).exists()]
-found += [p for p in (COURSE + "/source", COURSE + "/gradebook.db", COURSE + "/submitted/b-detach", REPO) if _o.path.exists(p)]
+# The repository may hold the virtualenv (make puts it in .venv): that read-only folder may show, nothing else of it.
+found += [p for p in (COURSE + "/source", COURSE + "/gradebook.db", COURSE + "/submitted/b-detach") if _o.path.exists(p)]
+found += [REPO + "/" + n for n in (_o.listdir(REPO) if _o.path.isdir(REPO) else []) if n != ".venv"]
 if __name__ == "__main__":  # everything but the system and the Python installation (nbgrader ships examples)
     import sys
     skip = {"/proc", "/sys", "/dev", "/usr", sys.prefix, sys.base_prefix}
@@ -150,8 +152,13 @@ if __name__ == "__main__":  # everything but the system and the Python installat
         dirs[:] = [d for d in dirs if _o.path.join(root, d) not in skip]
         found += [_o.path.join(root, f) for f in files if f in ("gradebook.db", "nbgrader_config.py")
                   or f == "ch07_unit_a.ipynb" and "source" in root]
+def _leaks(value):
+    return any(COURSE in part or REPO in part and not part.startswith(REPO + "/.venv")
+               for part in value.split(_o.pathsep))
+
+
 env = sorted(k for k, v in _o.environ.items()  # PWD is the working folder, which is the submission's path
-             if k.startswith("NBGRADER") or k != "PWD" and (COURSE in v or REPO in v))
+             if k.startswith("NBGRADER") or k != "PWD" and _leaks(v))
 for path in found:  # the trick: run the reference's solution cells
     if path.endswith(".ipynb") and "source" in path:
         for cell in _j.load(open(path))["cells"]:

@@ -17,7 +17,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Float
 
-from .checker import SourceLearner, run_rows
+from .checker import SourceLearner
 from .checker.rows import ROWS
 from .notebook import IMPORTS_CELL, is_learner_owned, nbgrader_meta
 from .sandbox import run_sealed_rows

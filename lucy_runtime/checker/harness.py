@@ -12,9 +12,8 @@ import random
 import shutil
 import string
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
 from ..loop import AgentLoop, LoopResult
 from ..model import InvocationLog, ScriptedModel

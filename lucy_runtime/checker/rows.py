@@ -729,9 +729,10 @@ def _seeded(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
     with closing(sqlite3.connect(c.store.path)) as look:  # reading only: nothing bypasses the store
         work, work_columns = _find_table(look, WORK_COLUMNS, "work", problems, [])
         report, report_columns = _find_table(look, REPORT_COLUMNS, "report", problems, [])
-        info = {row[1]: (row[2] or "").upper() for row in look.execute(f'PRAGMA table_info("{work}")')} if work else {}
-        auto = work is not None and any(row[1] == "work_id" and row[5] == 1 and (row[2] or "").upper() == "INTEGER"
-                                        for row in look.execute(f'PRAGMA table_info("{work}")'))
+        columns = look.execute(f'PRAGMA table_info("{work}")').fetchall() if work else []
+    info = {name: (declared or "").upper() for _, name, declared, *_ in columns}
+    # An INTEGER PRIMARY KEY is the rowid: SQLite makes the id. Otherwise the row needs one.
+    auto = any(name == "work_id" and pk == 1 and info[name] == "INTEGER" for _, name, _, _, _, pk in columns)
     if problems:
         return _finished(c, source, session, text, marker)
     values = {"source_id": source, "session_id": session, "text": text, "state": "done"}

@@ -20,7 +20,7 @@ from ..course import REPO, GradedSubmission, ScratchCourse, row_of
 from ..notebook import is_learner_owned, nbgrader_meta
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
-from .tampers import TAMPERS, Append, Tamper
+from .tampers import TAMPERS, Tamper
 
 
 def strip_markers(source: str) -> str:

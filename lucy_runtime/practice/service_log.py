@@ -1,0 +1,59 @@
+"""A fake service's own record: a SQLite file the client never writes to.
+
+Every call opens the file afresh, does its work in one immediate transaction and
+closes it, so the record survives the death of any client process and a fresh
+process can read it without trusting anything the client says.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import closing, contextmanager
+from typing import Callable, Iterator
+
+from ..fields import require_str
+
+Probe = Callable[[str, str], None]
+"""``probe(kind, description)``: told "send" before a request reaches the service and
+"accepted" once the service has committed its effect. The checker passes its own."""
+
+
+def no_probe(kind: str, description: str) -> None:
+    return None
+
+
+class ServiceLog:
+    def __init__(self, path: str | os.PathLike[str], schema: tuple[str, ...]):
+        self.path = require_str("log_path", os.fspath(path), max_bytes=4096)
+        with self.transaction() as conn:
+            for statement in schema:
+                conn.execute(statement)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+
+def read_rows(path: str | os.PathLike[str], sql: str) -> list[tuple]:
+    """Rows of a service log read straight from its file, read-only ([] when it was never made)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        return []
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as conn:
+        try:
+            return conn.execute(sql).fetchall()
+        except sqlite3.OperationalError:  # the table was never created: the service never ran
+            return []

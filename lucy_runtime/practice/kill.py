@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..checker import child as _child
-from ..checker.faults import Stop
+# The checker is imported where it is used: the practice fakes load without it, in the observer too.
 from ..errors import LucyError
 
 
@@ -20,6 +19,8 @@ class NotInAnExperiment(LucyError):
 
 
 def stop_here() -> None:
+    from ..checker import child as _child
+
     if not _child.supervised():
         raise NotInAnExperiment("stop_here() only stops a process started by run_until_killed(...); "
                                 "calling it here would end your notebook's kernel")
@@ -28,6 +29,9 @@ def stop_here() -> None:
 
 def run_until_killed(work: Callable[[], Any], *, timeout: float = 10.0) -> bool:
     """Run ``work()`` in a new process. True when a ``stop_here()`` ended it, False when it returned."""
+    from ..checker import child as _child
+    from ..checker.faults import Stop
+
     result = _child.run_in_child(work, plan=Stop(), timeout=timeout)
     if result.status == "raised":
         raise RuntimeError(f"the process failed before anything stopped it: {result.error.describe()}")
@@ -38,6 +42,8 @@ def run_until_killed(work: Callable[[], Any], *, timeout: float = 10.0) -> bool:
 
 def from_fresh_process(look: Callable[[], Any], *, timeout: float = 10.0) -> Any:
     """Run ``look()`` in a new process that shares nothing with the one before it; return its answer."""
+    from ..checker import child as _child
+
     result = _child.run_in_child(look, timeout=timeout)
     if result.status != "returned":
         detail = result.error.describe() if result.error else result.status.value

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..practice.service_log import read_rows
 
-_LEARNER_TABLES = {"outbox": ("row_id", "status"), "ledger": ("case_id", "intent", "receipt")}
+_LEARNER_TABLES = {"outbox": ("row_id", "payload", "status"), "ledger": ("case_id", "intent", "receipt")}
 
 
 def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
@@ -42,7 +42,8 @@ def snapshot(db: str, log: str) -> dict:
     tables = _learner_rows(db, problems)
     return {
         "outbox": tables["outbox"], "ledger": tables["ledger"], "problems": problems,
-        "messages": [dict(zip(("offset", "key"), r)) for r in read_rows(log, "SELECT offset, key FROM message ORDER BY offset")],
+        "messages": [dict(zip(("offset", "key", "body"), r))
+                     for r in read_rows(log, "SELECT offset, key, body FROM message ORDER BY offset")],
         "publishes": [k for (k,) in read_rows(log, "SELECT key FROM request ORDER BY seq")]
         if read_rows(log, "SELECT name FROM sqlite_master WHERE name = 'message'") else [],
         "seats": [dict(zip(("seat_id", "workspace_id", "user_id", "key"), r)) for r in read_rows(
@@ -72,8 +73,10 @@ class PracticeSnapshot:
     def row(self, row_id: str) -> dict | None:
         return next((r for r in self.outbox if r["row_id"] == row_id), None)
 
-    def messages_for(self, key: str) -> int:
-        return sum(1 for m in self.messages if m["key"] == key)
+    def messages_for(self, row_id: str) -> int:
+        """Messages that carry this outbox row: under its key, or with its payload under another key."""
+        row = self.row(row_id)
+        return sum(1 for m in self.messages if m["key"] == row_id or (row is not None and m["body"] == row["payload"]))
 
     def case(self, case_id: str) -> dict | None:
         return next((r for r in self.ledger if r["case_id"] == case_id), None)

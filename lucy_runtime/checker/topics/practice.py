@@ -17,16 +17,14 @@ from ..child import PROBE
 from ..faults import Count, KillAt, Stop, crash_points
 from ..harness import Ctx, Harness, broken
 from ..practice_observe import PracticeSnapshot, observe_practice
-from ..rows import TOPICS, Fail, expect, ok, preparation, row
+from ..kit import Fail, expect, ok, preparation, row, topic
 
 UNIT = "P"
 
-TOPICS.update({
-    "kill-window": "practice 10–35: stop the buggy worker inside its gap",
-    "in-flight": "practice 10–35: a state for 'on its way', and one message per row",
-    "grant": "practice 35–55: at most one seat per request",
-    "recover": "practice 55–75: recover from the service's receipt",
-})
+topic("kill-window", "practice 10–35: stop the buggy worker inside its gap")
+topic("in-flight", "practice 10–35: a state for 'on its way', and one message per row")
+topic("grant", "practice 35–55: at most one seat per request")
+topic("recover", "practice 55–75: recover from the service's receipt")
 
 
 @contextmanager

@@ -72,3 +72,11 @@ def test_check_selects_the_practice_rows_by_unit_and_by_topic():
     assert [r.id for r in select_rows("P")] == [r.id for r in PRACTICE_ROWS]
     assert {r.id for r in select_rows("grant")} == {"practice-grant-at-most-once", "practice-grant-error-classes",
                                                    "practice-grant-backoff"}
+
+
+def test_the_practice_rubric_names_every_practice_row_and_each_red_flag_of_the_review():
+    rubric = (REPO / "chapters" / "ch07" / "practice-rubric.md").read_text(encoding="utf-8")
+    assert [r.id for r in PRACTICE_ROWS if f"`{r.id}`" not in rubric] == []
+    flags = ["per-attempt key", "check-then-act", "swallowed compensation", "no jitter", "minimum throughput",
+             "unaudited refusal", "exactly-once claim"]
+    assert [flag for flag in flags if flag not in rubric] == []

@@ -25,7 +25,7 @@ def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
     if not os.path.exists(db):
         problems.append("the database file does not exist: nothing was ever committed to it")
         return found
-    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)) as conn:
+    with closing(sqlite3.connect(db, timeout=10)) as conn:  # not mode=ro: see service_log.read_rows
         for table, columns in _LEARNER_TABLES.items():
             try:
                 rows = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()

@@ -48,11 +48,17 @@ class ServiceLog:
 
 
 def read_rows(path: str | os.PathLike[str], sql: str) -> list[tuple]:
-    """Rows of a service log read straight from its file, read-only ([] when it was never made)."""
+    """Rows of a SQLite file read by a connection of its own ([] when the file or the table was never made).
+
+    Not ``mode=ro``: a read-only connection cannot remove the WAL files it opened, and a
+    reader running as another user (the sealed re-check's orchestrator) would leave
+    files behind that the next writer may not write. A plain connection, the last to
+    close, removes them.
+    """
     path = os.fspath(path)
     if not os.path.exists(path):
         return []
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as conn:
+    with closing(sqlite3.connect(path, timeout=10)) as conn:
         try:
             return conn.execute(sql).fetchall()
         except sqlite3.OperationalError:  # the table was never created: the service never ran

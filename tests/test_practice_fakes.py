@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 
 import pytest
 
@@ -136,3 +137,14 @@ def test_reading_a_log_leaves_no_wal_file_behind_for_the_next_writer(tmp_path):
     assert snap.row("m1")["status"] == "pending" and snap.messages_for("m1") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert not [p for p in before if p.endswith(("-wal", "-shm"))]
+
+
+def test_a_fake_s_log_keeps_a_rollback_journal_so_a_reader_creates_no_file(tmp_path):
+    """Graded, the observer reads as another user than the child that writes: a WAL reader would leave
+    -wal and -shm files of its own that the next writer cannot open."""
+    FakeBroker(tmp_path / "b.sqlite3").publish("m1", "hello")
+    FakeSeatService(tmp_path / "s.sqlite3").post_grant("w", "u")
+    FakeCaseService(tmp_path / "c.sqlite3").submit("t:C1", "replace")
+    for name in ("b", "s", "c"):
+        with sqlite3.connect(tmp_path / f"{name}.sqlite3") as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"

@@ -3,6 +3,10 @@
 Every call opens the file afresh, does its work in one immediate transaction and
 closes it, so the record survives the death of any client process and a fresh
 process can read it without trusting anything the client says.
+
+The log keeps SQLite's rollback journal, not WAL: a reader then creates no file. Under
+grading the observer runs as another user than the child that writes the log, and a
+WAL reader would leave ``-wal`` and ``-shm`` files the next writer cannot open.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ class ServiceLog:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=10)
         try:
-            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -50,10 +53,8 @@ class ServiceLog:
 def read_rows(path: str | os.PathLike[str], sql: str) -> list[tuple]:
     """Rows of a SQLite file read by a connection of its own ([] when the file or the table was never made).
 
-    Not ``mode=ro``: a read-only connection cannot remove the WAL files it opened, and a
-    reader running as another user (the sealed re-check's orchestrator) would leave
-    files behind that the next writer may not write. A plain connection, the last to
-    close, removes them.
+    Not ``mode=ro``: on a WAL file (the learner's store) a read-only connection cannot
+    remove the ``-wal`` and ``-shm`` files it opened; a plain one, the last to close, does.
     """
     path = os.fspath(path)
     if not os.path.exists(path):

@@ -64,7 +64,7 @@ def test_cases_lists_every_case_and_alternative():
 def test_the_solutions_book_is_generated_from_the_source_solution_cells():
     done = lucy("solutions-book")
     assert done.returncode == 0
-    assert "### `finish`" in done.stdout and "### `deliver_one`" in done.stdout
+    assert "#### `finish`" in done.stdout and "#### `deliver_one`" in done.stdout
     assert "BEGIN SOLUTION" not in done.stdout
 
 

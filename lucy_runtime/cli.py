@@ -169,6 +169,21 @@ def _solutions_book(args) -> int:
     return 0
 
 
+def _book(args) -> int:
+    from .book import BookBuildFailed, Edition, build
+
+    editions = list(Edition) if args.edition == "both" else [Edition(args.edition)]
+    for edition in editions:
+        print(f"building the {edition.value} edition ...", flush=True)
+        try:
+            built = build(Path.cwd(), edition, Path(args.out), Path(args.mermaid) if args.mermaid else None)
+        except BookBuildFailed as problem:
+            print(f"BOOK NOT BUILT: {problem}")
+            return 1
+        print(f"{edition.value} edition: {len(built.pages)} pages, open {built.html / 'index.html'}")
+    return 0
+
+
 def _checkpoint(args) -> int:
     from .checkpoint import run_checkpoint, save_record, table
 
@@ -229,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out")
     p.add_argument("--source", default="source", help="the folder of reference notebooks")
     p.set_defaults(func=_solutions_book)
+    p = sub.add_parser("book", help="build the chapter as a website (learner and educator editions)")
+    p.add_argument("--edition", choices=["learner", "educator", "both"], default="both")
+    p.add_argument("--out", default="build/book")
+    p.add_argument("--mermaid", help="mermaid's dist folder (default: .venv/node/node_modules/mermaid/dist)")
+    p.set_defaults(func=_book)
     p = sub.add_parser("checkpoint", help="is this learner ready for Chapter 8? (runs notebooks, rows, Telegram, clock)")
     p.add_argument("chapter", help="ch07")
     p.add_argument("notebook_dir")

@@ -48,8 +48,9 @@ LEARNER_PAGES = ("manuscript.md", "exercise-book.md")
 EDUCATOR_PAGES = ("educator-guide.md", "solutions-book.md")
 
 
-def default_mermaid(repo: Path) -> Path:
-    return repo / ".venv" / "node" / "node_modules" / "mermaid" / "dist"
+def default_mermaid() -> Path:
+    """Where `make book` puts mermaid.js: beside the virtualenv that runs this code."""
+    return Path(sys.prefix) / "node" / "node_modules" / "mermaid" / "dist"
 
 
 def _notebooks(repo: Path, edition: Edition) -> list[Path]:
@@ -99,7 +100,7 @@ def _toc(edition: Edition, notebooks: list[Path], repo: Path) -> str:
 def stage(repo: Path, edition: Edition, into: Path, mermaid_dist: Path | None = None) -> Path:
     """Write one edition's book sources into ``into`` (emptied first) and return it."""
     repo, into = Path(repo), Path(into)
-    mermaid_dist = Path(mermaid_dist or default_mermaid(repo))
+    mermaid_dist = Path(mermaid_dist or default_mermaid())
     if not (mermaid_dist / "mermaid.esm.min.mjs").exists():
         raise BookBuildFailed(f"mermaid.js {MERMAID_VERSION} is not at {mermaid_dist}: run `make book`, "
                               f"which installs it with npm")

@@ -58,7 +58,7 @@ demo: $(STAMP) $(SANDBOX)
 test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID)
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(MERMAID)
 	$(BIN)/python -m pytest -m "not nbgrader and not slow and not browser"
 
 lab: $(STAMP)

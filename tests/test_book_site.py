@@ -90,6 +90,8 @@ def test_both_editions_open_in_a_browser_with_their_pages_diagrams_and_notebooks
             diagram = page.locator(".mermaid svg").first
             diagram.wait_for(timeout=30_000)  # drawn by mermaid.js in the page, from the site's own copy
             assert "pending" in diagram.text_content() and "running" in diagram.text_content()
+            assert page.locator(".mermaid svg").count() == page.locator(".mermaid").count() >= 2
+            assert "Syntax error" not in page.locator("main").inner_text()  # how mermaid draws a diagram it cannot read
             diagram.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "book-learner-diagram.png"))
             page = open_page(browser, f"{base}/release/ch07_unit_a/ch07_unit_a.html", "book-learner-notebook.png")

@@ -90,7 +90,9 @@ def test_both_editions_open_in_a_browser_with_their_pages_diagrams_and_notebooks
             diagram = page.locator(".mermaid svg").first
             diagram.wait_for(timeout=30_000)  # drawn by mermaid.js in the page, from the site's own copy
             assert "pending" in diagram.text_content() and "running" in diagram.text_content()
-            assert page.locator(".mermaid svg").count() == page.locator(".mermaid").count() >= 2
+            page.wait_for_function("document.querySelectorAll('.mermaid svg').length"
+                                   " === document.querySelectorAll('.mermaid').length", timeout=30_000)
+            assert page.locator(".mermaid").count() >= 2
             assert "Syntax error" not in page.locator("main").inner_text()  # how mermaid draws a diagram it cannot read
             diagram.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "book-learner-diagram.png"))

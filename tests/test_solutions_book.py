@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from lucy_runtime.checker import SourceLearner, run_rows, select_rows
-from lucy_runtime.notebook import is_learner_owned, nbgrader_meta, read
+from lucy_runtime.notebook import UNITS, is_learner_owned, nbgrader_meta, read
 from lucy_runtime.solutions import solutions_book, source_notebooks
 
 from .conftest import REPO
@@ -20,7 +20,8 @@ def book_cells(text: str) -> list[tuple[str, str]]:
         if unit is None:
             unit = part
             continue
-        cells += [(f"{unit}:block{i}", block) for i, block in enumerate(PYTHON.findall(part))]
+        if unit in UNITS:  # the rows grade the two units; other notebooks' answers are theirs
+            cells += [(f"{unit}:block{i}", block) for i, block in enumerate(PYTHON.findall(part))]
         unit = None
     return cells
 

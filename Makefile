@@ -50,6 +50,9 @@ $(SANDBOX): $(STAMP)
 	touch $(SANDBOX)
 
 $(MERMAID): $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "The book's diagrams need npm: sudo apt-get install -y nodejs npm"; exit 1; fi; }
 	npm install --prefix $(VENV)/node --no-audit --no-fund --silent mermaid@11.12.1
 
 demo: $(STAMP) $(SANDBOX)

@@ -76,7 +76,10 @@ def _sqlite_method(name: str) -> bool:
 class Known:
     def __init__(self):
         self.rows = set(ROWS)
-        self.kebab = (self.rows | {c.name for c in CASES} | {a.name for a in ALTERNATIVES}
+        from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+
+        self.kebab = (self.rows | {c.name for c in CASES + PRACTICE_CASES + PRACTICE_ALTERNATIVES}
+                      | {a.name for a in ALTERNATIVES}
                       | {t.name for t in TAMPERS} | subcommands() | _make_targets() | OTHER_NAMES)
         self.functions = _defined_names()
         self.subcommands = subcommands()

@@ -63,18 +63,24 @@ def _sync(args) -> int:
 
 
 def _release(args) -> int:
-    from .course import generate_release, validate_release
+    from .course import NbgraderFailed, release
 
-    for path in generate_release():
-        print(f"released {path}")
-    if getattr(args, "no_validate", False):
-        return 0
-    problems = validate_release()
-    for problem in problems:
+    validate = not getattr(args, "no_validate", False)
+    try:
+        done = release(validate=validate)
+    except NbgraderFailed as failed:
+        print(f"{failed}\nrelease/ is unchanged")
+        return 1
+    for problem in done.problems:
         print(f"PROBLEM: {problem}")
-    print("validated: every source passes its tests; every release fails every autograded test"
-          if not problems else "RELEASE NOT VALID")
-    return 1 if problems else 0
+    if done.problems:
+        print("RELEASE NOT VALID: release/ is unchanged")
+        return 1
+    for path in done.released:
+        print(f"released {path}")
+    if validate:
+        print("validated: every source passes its tests; every release fails every autograded test")
+    return 0
 
 
 def _verify(args) -> int:

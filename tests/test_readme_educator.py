@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,9 +95,9 @@ def clone(tmp_path_factory):
     root, scratch = tmp / "course", tmp / "tmp"
     scratch.mkdir()
     subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
-    # The clone's own `make` would install the clone into its .venv. Borrowing this .venv,
-    # PYTHONPATH makes the clone's lucy_runtime the one that runs.
-    (root / ".venv").symlink_to(REPO / ".venv")
+    # The clone's own `make` would install the clone into its .venv. Borrowing the virtualenv
+    # these tests run in, PYTHONPATH makes the clone's lucy_runtime the one that runs.
+    (root / ".venv").symlink_to(sys.prefix)
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", str(tmp)), "TMPDIR": str(scratch),
            "PYTHONPATH": str(root)}
     course = Clone(root, scratch, env)

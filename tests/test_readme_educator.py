@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.course import row_of
 from lucy_runtime.educator.cases import by_name
 
@@ -118,7 +119,8 @@ def test_after_autograde_ada_has_every_point_bea_loses_the_finish_rows_and_cal_n
     lost = {row for row, (s, t) in bea.items() if s < t}
     finish_rows = {row for row in bea if row.startswith("finish")}
     assert "finish-misuse" in finish_rows and finish_rows <= lost, "a bare pass loses every finish row"
-    assert lost <= set(by_name("finish-bare-pass").expected), "and only rows that need a working finish"
+    assert lost == set(by_name("finish-bare-pass").expected)
+    assert {ROWS[row].topic for row in lost} <= {"finish", "durable"}, "and only rows that need a working finish"
     assert all(s == 0 for row, (s, _) in bea.items() if row in lost)
 
     assert all(s == 0 for s, _ in code_rows(graded["cal"]["cells"]).values())

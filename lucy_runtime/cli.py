@@ -53,12 +53,13 @@ def _cases(args) -> int:
 
 
 def _hand_in(args) -> int:
-    """Fill a fetched unit notebook as a learner who wrote the reference would, or with a case's mistake."""
+    """Fill a fetched unit notebook as a learner who wrote the reference (code and written answers)
+    would, or with a case's mistake."""
     import nbformat
 
     from .course import REPO
     from .educator.cases import by_name
-    from .educator.verify import filled
+    from .educator.verify import filled, with_written_answers
 
     notebook = Path(args.notebook)
     unit = notebook.stem
@@ -74,8 +75,8 @@ def _hand_in(args) -> int:
     if case is not None and case.unit != unit:
         print(f"lucy hand-in: case {case.name} is a mistake in {case.unit}, not in {unit}")
         return 2
-    release = nbformat.read(str(notebook), as_version=4)
-    nbformat.write(filled(release, nbformat.read(str(source), as_version=4), case), str(notebook))
+    release, reference = nbformat.read(str(notebook), as_version=4), nbformat.read(str(source), as_version=4)
+    nbformat.write(with_written_answers(filled(release, reference, case), reference), str(notebook))
     print(f"{notebook}: the reference" + (f" with case {case.name}: {case.breaks}" if case else ""))
     return 0
 

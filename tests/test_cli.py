@@ -10,7 +10,7 @@ import sys
 import nbformat
 
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.verify import filled
+from lucy_runtime.educator.verify import filled, with_written_answers
 from lucy_runtime.notebook import nbgrader_meta
 
 from .conftest import REPO
@@ -68,7 +68,10 @@ def test_hand_in_fills_a_fetched_notebook_as_a_learner_who_wrote_the_reference_o
         done = lucy("hand-in", str(fetched), *(["--case", case.name] if case else []), cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         handed_in = nbformat.read(str(fetched), as_version=4)
-        assert [c.source for c in handed_in.cells] == [c.source for c in filled(release, source, case).cells]
+        expected = with_written_answers(filled(release, source, case), source)
+        assert [c.source for c in handed_in.cells] == [c.source for c in expected.cells]
+        written = next(c for c in handed_in.cells if nbgrader_meta(c).get("grade_id") == "explain_worker_crash")
+        assert written.source != "YOUR ANSWER HERE" and "running" in written.source
     code = {nbgrader_meta(c).get("grade_id"): c.source for c in handed_in.cells if c.cell_type == "code"}
     assert not any('NotImplementedError("write this function' in text for text in code.values())
     assert code["finish"].rstrip().endswith("    pass")

@@ -31,7 +31,7 @@ UNIT = "ch07_unit_a"
 WRITTEN = "explain_worker_crash"
 STUDENTS = ("ada", "bea", "cal")  # the reference, finish-bare-pass, the notebook as fetched
 WRITTEN_SCORES = {"ada": (3, "All three points: state, no replay, lease and fence."),
-                  "bea": (1, "The stuck `running` state is right; say why it is not replayed.")}
+                  "bea": (1, "The stuck running state is right; say why it is not replayed.")}  # plain text: feedback renders Markdown
 
 
 def educator_blocks() -> list[str]:

@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.nbgrader, pytest.mark.slow, pytest.mark.browser]
 UNIT = "ch07_unit_a"
 WRITTEN = "explain_worker_crash"
 STUDENTS = ("ada", "bea", "cal")  # the reference, finish-bare-pass, the notebook as fetched
+# Plain-text comments: feedback renders a comment as Markdown.
 WRITTEN_SCORES = {"ada": (3, "All three points: state, no replay, lease and fence."),
-                  "bea": (1, "The stuck running state is right; say why it is not replayed.")}  # plain text: feedback renders Markdown
+                  "bea": (1, "The stuck running state is right; say why it is not replayed.")}
 
 
 def educator_blocks() -> list[str]:
@@ -164,5 +165,6 @@ def test_export_gradebook_and_feedback_agree_after_formgrader(scored):
         assert "BEGIN HIDDEN TESTS" not in html
         assert str(scored.root) not in html and str(scored.scratch) not in html, "no path of the grading machine"
 
-    released = sorted(p.read_bytes() for p in (scored.scratch / "lucy-exchange" / "lucy-ch07" / "feedback").glob("*.html"))
+    exchange = scored.scratch / "lucy-exchange" / "lucy-ch07" / "feedback"
+    released = sorted(p.read_bytes() for p in exchange.glob("*.html"))
     assert released == sorted(scored.feedback(s) for s in STUDENTS), "learners get the feedback checked here"

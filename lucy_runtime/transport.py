@@ -26,7 +26,7 @@ import time
 from contextlib import closing
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable, Protocol, Union
+from typing import Callable, Iterable, Mapping, Protocol, Union
 
 from .errors import TransportMisuse
 from .fields import require_id, require_number, require_str
@@ -130,6 +130,9 @@ class FakeService:
     with different content is refused and never executed; ``lookup(key)`` finds the
     receipt of an accepted send.
 
+    ``sessions`` maps a session id to the behaviour every request for it gets, whatever
+    the script says: a chat that blocked the bot, or one that is always rate limited.
+
     A real service keeps keys for a while, not for ever. ``retention`` (seconds, by
     ``clock``) is that window: after it, ``lookup`` finds nothing and the same key is
     a new message again. ``None`` keeps keys for ever.
@@ -137,7 +140,7 @@ class FakeService:
 
     def __init__(self, log_path: str | os.PathLike[str], *, script: Iterable[Behaviour] | None = None,
                  idempotent: bool = False, retention: float | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, sessions: Mapping[str, Behaviour] | None = None):
         self._path = require_str("log_path", os.fspath(log_path), max_bytes=4096)
         if not isinstance(idempotent, bool):
             raise TypeError(f"idempotent: expected a bool, got {type(idempotent).__name__}")
@@ -145,6 +148,11 @@ class FakeService:
             raise ValueError("retention: must be more than 0 seconds")
         if not callable(clock):
             raise TypeError("clock: expected a function that returns the time in seconds")
+        self._sessions = dict(sessions or {})
+        for session_id, behaviour in self._sessions.items():
+            require_id("sessions", session_id)
+            if not isinstance(behaviour, Behaviour):
+                raise TypeError(f"sessions: expected Behaviour values, got {type(behaviour).__name__}")
         self.idempotent = idempotent
         self.retention = retention
         self._clock = clock
@@ -192,6 +200,7 @@ class FakeService:
             seq = conn.execute("SELECT COUNT(*) FROM request").fetchone()[0]
             row = conn.execute("SELECT behaviour FROM script WHERE seq = ?", (seq,)).fetchone()
             behaviour = Behaviour(row[0]) if row else Behaviour.ACCEPT
+            behaviour = self._sessions.get(report.session_id, behaviour)
             conn.execute(
                 "INSERT INTO request (seq, report_id, idempotency_key, behaviour) VALUES (?, ?, ?, ?)",
                 (seq, report.report_id, report.idempotency_key, behaviour.value),

@@ -42,6 +42,13 @@ def test_each_scripted_refusal_says_whether_another_try_is_worth_it(tmp_path, be
     assert service.accepted() == []
 
 
+def test_a_session_can_be_refused_on_every_request_whatever_the_script(tmp_path):
+    service = FakeService(tmp_path / "s.sqlite3", sessions={"chat-4411": Behaviour.REFUSE_PERMANENTLY})
+    transport = FakeTransport(service)
+    assert all(isinstance(transport.send(report(n)), Refused) for n in range(3))
+    assert isinstance(transport.send(OutgoingReport("r-9-1", "chat-9", "hi")), Receipt)
+
+
 def test_a_server_error_is_uncertain_although_nothing_was_accepted(tmp_path):
     service = FakeService(tmp_path / "s.sqlite3", script=[Behaviour.SERVER_ERROR])
     assert isinstance(FakeTransport(service).send(report()), Uncertain)

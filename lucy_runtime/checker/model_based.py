@@ -22,6 +22,8 @@ SHRINK_LIMIT = 40
 """Successful shrinks at most: enough for a short sequence."""
 SHRINK_SECONDS = 6
 """Seconds of shrinking at most, so a failing learner hears back quickly."""
+LATER = 100_000.0
+"""Seconds each delivery's clock moves on first: longer than any wait, so every refused report is due."""
 
 
 class Disagreement(AssertionError):
@@ -205,17 +207,22 @@ def run_model_check(h: Harness) -> str:
 
             def child(c: Ctx):
                 before = snapshot(target["db"], target["log"], target["calls"])
+                c.clock.advance(LATER)  # every refused report is due again: the model has no clock
                 answer = c.deliver_one(c.transport([behaviour]))
-                return before, answer
+                return before, answer, c.policy.max_attempts
 
             stats["steps"] += 1
             try:
-                before, answer = ok(self.scenario.run(child), what)
+                before, answer, cap = ok(self.scenario.run(child), what)
             except Fail as failure:
                 raise Disagreement(failure.observation) from None
             pending_before = [r for r in before["reports"] if r["delivery"] == "pending"]
             expected = "nothing to send" if not pending_before else {
                 Behaviour.ACCEPT: "confirmed", Behaviour.REFUSE: "refused", Behaviour.LOSE_REPLY: "unknown"}[behaviour]
+            if pending_before and behaviour is Behaviour.REFUSE:
+                oldest = str(pending_before[0]["report_id"])
+                tries = sum(1 for r in before["requests"] if str(r["report_id"]) == oldest)
+                expected = "failed" if tries + 1 >= cap else "refused"
             if pending_before and behaviour is not Behaviour.REFUSE:
                 self.sent += 1
             if answer != expected:

@@ -39,7 +39,7 @@ return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text
 _DELIVER_PESSIMISTIC = '''with store.transaction() as tx:
     row = tx.execute(
         "UPDATE report SET delivery = 'unknown', attempts = attempts + 1 WHERE report_id = "
-        "(SELECT report_id FROM report WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1) "
+        "(SELECT report_id FROM report WHERE delivery = 'pending' AND due_at <= ? ORDER BY rowid LIMIT 1) "
         "RETURNING report_id, session_id, body, attempts",
         (policy.now(),),
     ).fetchone()
@@ -135,5 +135,5 @@ ALTERNATIVES: tuple[Case, ...] = (
     ), "requeue says running work cannot be taken over yet with NotImplementedError; other work as usual.", (), ""),
     Case("delivery-marks-unknown-first", "ch07_unit_b", (Edit("deliver_one", None, _DELIVER_PESSIMISTIC),),
          "Claims the report with one UPDATE … RETURNING, marks it 'unknown' before sending (pessimistic), takes the "
-         "report that has been due longest, and settles it in one update from 'unknown'.", (), ""),
+         "oldest report that is due (by rowid alone), and settles it in one update from 'unknown'.", (), ""),
 )

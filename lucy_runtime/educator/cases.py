@@ -359,8 +359,8 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "delivery-resends-unknown", "ch07_unit_b",
-        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY rowid LIMIT 1\"",
-              "\"WHERE delivery IN ('pending', 'unknown', 'sending') AND due_at <= ? ORDER BY rowid LIMIT 1\"")],
+        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\"",
+              "\"WHERE delivery IN ('pending', 'unknown', 'sending') AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\"")],
         "Treats UNKNOWN (and in-flight) reports as sendable, so a lost reply becomes a second send.",
         ["lost-reply-unknown", "delivery-crash-after-accept"],
         "UNKNOWN is not permission to resend: the first send may have arrived.",
@@ -374,7 +374,7 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "poison-report", "ch07_unit_b",
-        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY rowid LIMIT 1\",\n"
+        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\",\n"
               "            (policy.now(),),",
               "\"WHERE delivery = 'pending' ORDER BY rowid LIMIT 1\","),
          Edit("deliver_one", "            due = policy.next_due(row[\"attempts\"] + 1, outcome)\n            if due is None:",

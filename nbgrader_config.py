@@ -11,6 +11,12 @@ _bin = os.path.dirname(sys.executable)
 if _bin not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _bin + os.pathsep + os.environ.get("PATH", "")
 
+# `generate_assignment --force` deletes release/<assignment> before it converts: a run that
+# fails puts release/ and gradebook.db back as they were (lucy_runtime/unchanged_on_failure.py).
+from lucy_runtime.unchanged_on_failure import guard_generate_assignment  # noqa: E402
+
+guard_generate_assignment()
+
 c.CourseDirectory.course_id = "lucy-ch07"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 # The jupytext Markdown pairs in source/ hold the reference solution: never release them.

@@ -52,6 +52,35 @@ def _cases(args) -> int:
     return 0
 
 
+def _hand_in(args) -> int:
+    """Fill a fetched unit notebook as a learner who wrote the reference (code and written answers)
+    would, or with a case's mistake."""
+    import nbformat
+
+    from .course import REPO
+    from .educator.cases import by_name
+    from .educator.verify import filled, with_written_answers
+
+    notebook = Path(args.notebook)
+    unit = notebook.stem
+    source = REPO / "source" / unit / f"{unit}.ipynb"
+    if not notebook.exists() or not source.exists():
+        print(f"lucy hand-in: {notebook} is not a fetched unit notebook (no {notebook} or no {source})")
+        return 2
+    try:
+        case = by_name(args.case) if args.case else None
+    except KeyError:
+        print(f"lucy hand-in: no educator case {args.case!r} (`lucy cases` lists them)")
+        return 2
+    if case is not None and case.unit != unit:
+        print(f"lucy hand-in: case {case.name} is a mistake in {case.unit}, not in {unit}")
+        return 2
+    release, reference = nbformat.read(str(notebook), as_version=4), nbformat.read(str(source), as_version=4)
+    nbformat.write(with_written_answers(filled(release, reference, case), reference), str(notebook))
+    print(f"{notebook}: the reference" + (f" with case {case.name}: {case.breaks}" if case else ""))
+    return 0
+
+
 def _sync(args) -> int:
     from .notebook import pair_differences, sync_from_markdown
 
@@ -63,18 +92,24 @@ def _sync(args) -> int:
 
 
 def _release(args) -> int:
-    from .course import generate_release, validate_release
+    from .course import NbgraderFailed, release
 
-    for path in generate_release():
-        print(f"released {path}")
-    if getattr(args, "no_validate", False):
-        return 0
-    problems = validate_release()
-    for problem in problems:
+    validate = not getattr(args, "no_validate", False)
+    try:
+        done = release(validate=validate)
+    except NbgraderFailed as failed:
+        print(f"{failed}\nrelease/ is unchanged")
+        return 1
+    for problem in done.problems:
         print(f"PROBLEM: {problem}")
-    print("validated: every source passes its tests; every release fails every autograded test"
-          if not problems else "RELEASE NOT VALID")
-    return 1 if problems else 0
+    if done.problems:
+        print("RELEASE NOT VALID: release/ is unchanged")
+        return 1
+    for path in done.released:
+        print(f"released {path}")
+    if validate:
+        print("validated: every source passes its tests; every release fails every autograded test")
+    return 0
 
 
 def _verify(args) -> int:
@@ -222,6 +257,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     p.set_defaults(func=_check)
     sub.add_parser("cases", help="list the educator cases").set_defaults(func=_cases)
+    p = sub.add_parser("hand-in", help="fill a fetched notebook with the reference, or with an educator case's "
+                                       "mistake (to try the exchange as a learner would)")
+    p.add_argument("notebook", help="the fetched notebook, e.g. ch07_unit_a/ch07_unit_a.ipynb")
+    p.add_argument("--case", help="an educator case of that unit (`lucy cases`), e.g. finish-bare-pass")
+    p.set_defaults(func=_hand_in)
     sub.add_parser("sync", help="write each source notebook from its Markdown pair").set_defaults(func=_sync)
     p = sub.add_parser("release", help="regenerate release/ with nbgrader, then validate source and release")
     p.add_argument("--no-validate", action="store_true", help="only regenerate")

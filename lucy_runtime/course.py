@@ -141,6 +141,50 @@ def generate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
     return made
 
 
+@dataclass(frozen=True)
+class Release:
+    """What ``release`` did: the notebooks it installed, or why it installed none."""
+
+    released: tuple[Path, ...]
+    problems: tuple[str, ...] = ()
+
+
+def release(units: tuple[str, ...] = UNITS, *, root: Path = REPO, validate: bool = True) -> Release:
+    """Regenerate and validate the release in a scratch copy of the course; only then replace
+    ``root/release/<unit>``. When nbgrader fails (``NbgraderFailed``) or the release does not
+    validate, ``root/release`` is left as it was."""
+    import tempfile
+
+    units = tuple(u for u in units if (root / "source" / u / f"{u}.ipynb").exists())
+    with tempfile.TemporaryDirectory(prefix="lucy-release-") as scratch:
+        stage = Path(scratch)
+        shutil.copy(root / "nbgrader_config.py", stage)
+        for unit in units:
+            shutil.copytree(root / "source" / unit, stage / "source" / unit,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            if (root / "release" / unit).exists():  # generate_release keeps the ids of unchanged cells
+                shutil.copytree(root / "release" / unit, stage / "release" / unit)
+        generate_release(units, root=stage)
+        problems = validate_release(units, root=stage) if validate else []
+        if problems:
+            return Release((), tuple(problems))
+        for unit in units:
+            _replace_folder(stage / "release" / unit, root / "release" / unit)
+    return Release(tuple(root / "release" / u / f"{u}.ipynb" for u in units))
+
+
+def _replace_folder(new: Path, dest: Path) -> None:
+    """Copy ``new`` beside ``dest``, then swap it in with renames."""
+    incoming, old = dest.with_name(f".{dest.name}.incoming"), dest.with_name(f".{dest.name}.old")
+    for leftover in (incoming, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.copytree(new, incoming)
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(incoming, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> list[str]:
     """``nbgrader validate`` on each source (every test passes) and ``--invert`` on each release
     (every autograded test fails). Runs in a scratch copy: the notebooks write evidence files."""

@@ -10,7 +10,8 @@ import sys
 import nbformat
 
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.verify import filled
+from lucy_runtime.educator.verify import filled, with_written_answers
+from lucy_runtime.notebook import nbgrader_meta
 
 from .conftest import REPO
 
@@ -54,6 +55,38 @@ def test_check_on_a_blank_release_says_what_is_not_written(tmp_path):
     shutil.copytree(REPO / "release", tmp_path / "release")
     done = lucy("check", str(tmp_path / "release"), "--rows", "schema")
     assert done.returncode == 1 and "not written yet" in done.stdout
+
+
+def test_hand_in_fills_a_fetched_notebook_as_a_learner_who_wrote_the_reference_or_a_case(tmp_path):
+    unit = "ch07_unit_a"
+    source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
+    release = nbformat.read(str(REPO / "release" / unit / f"{unit}.ipynb"), as_version=4)
+    for name, case in (("ada", None), ("bea", by_name("finish-bare-pass"))):
+        fetched = tmp_path / name / unit / f"{unit}.ipynb"
+        fetched.parent.mkdir(parents=True)
+        shutil.copy(REPO / "release" / unit / f"{unit}.ipynb", fetched)
+        done = lucy("hand-in", str(fetched), *(["--case", case.name] if case else []), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        handed_in = nbformat.read(str(fetched), as_version=4)
+        expected = with_written_answers(filled(release, source, case), source)
+        assert [c.source for c in handed_in.cells] == [c.source for c in expected.cells]
+        written = next(c for c in handed_in.cells if nbgrader_meta(c).get("grade_id") == "explain_worker_crash")
+        assert written.source != "YOUR ANSWER HERE" and "running" in written.source
+    code = {nbgrader_meta(c).get("grade_id"): c.source for c in handed_in.cells if c.cell_type == "code"}
+    assert not any('NotImplementedError("write this function' in text for text in code.values())
+    assert code["finish"].rstrip().endswith("    pass")
+
+
+def test_hand_in_names_an_unknown_case_or_one_of_the_other_unit(tmp_path):
+    unit = "ch07_unit_b"
+    fetched = tmp_path / unit / f"{unit}.ipynb"
+    fetched.parent.mkdir()
+    shutil.copy(REPO / "release" / unit / f"{unit}.ipynb", fetched)
+    unknown = lucy("hand-in", str(fetched), "--case", "no-such-case", cwd=tmp_path)
+    assert unknown.returncode == 2 and "no educator case 'no-such-case'" in unknown.stdout
+    other = lucy("hand-in", str(fetched), "--case", "finish-bare-pass", cwd=tmp_path)
+    assert other.returncode == 2 and "a mistake in ch07_unit_a, not in ch07_unit_b" in other.stdout
+    assert fetched.read_bytes() == (REPO / "release" / unit / f"{unit}.ipynb").read_bytes()
 
 
 def test_cases_lists_every_case_and_alternative():

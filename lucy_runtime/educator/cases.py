@@ -95,9 +95,9 @@ CASES: tuple[Case, ...] = (
         [Edit("finish", None, "pass")],
         "finish is `pass`: it writes nothing, returns None and raises nothing, even for work nobody claimed.",
         ["integrated-path", "report-to-admitted-session", "finish-binds-work", "finish-misuse", "report-identity",
-         "finish-atomic", "finish-durable"],
+         "finish-atomic", "finish-durable", "refused-leaves-no-trace"],
         "A function that does nothing fails every row about it, the one that asks for an error included: "
-        "returning None is not refusing.",
+        "returning None is not refusing. Work it never marks done keeps its place, so capacity never frees.",
     ),
     _case(
         "finish-unbound", "ch07_unit_a",

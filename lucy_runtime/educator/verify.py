@@ -58,6 +58,16 @@ def _filled(release_nb, source_nb, case: Case | None):
     return nb, touched
 
 
+def with_written_answers(nb, source_nb):
+    """``nb`` with the reference's written answers (markdown solution cells) in place of the stubs."""
+    written = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells
+               if c.cell_type == "markdown" and nbgrader_meta(c).get("solution")}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and nbgrader_meta(cell).get("grade_id") in written:
+            cell.source = written[nbgrader_meta(cell)["grade_id"]]
+    return nb
+
+
 def edited_cells(case: Case | None) -> set[str]:
     return {e.cell for e in (case.edits if case else ())}
 

@@ -102,35 +102,43 @@ def telegram_intake(h: Harness) -> str:
 
 
 @checkpoint_row("telegram-delivery",
-                "Reports go out with sendMessage to the right chat; a lost reply is UNKNOWN and is not sent again",
-                "deliver_one must record UNKNOWN for an Uncertain outcome and never pick an unknown report again.")
+                "Reports go out with sendMessage to the right chat: a 429 is tried again after its retry_after, a "
+                "chat Telegram rejects ends failed, a lost reply is UNKNOWN and is not sent again",
+                "deliver_one must retry a retryable refusal only when policy.next_due says so, mark a permanent "
+                "refusal 'failed', record UNKNOWN for an Uncertain outcome and never pick an unknown report again.")
 def telegram_delivery(h: Harness) -> str:
     from .telegram import BotApi, TelegramTransport
     from .telegram_fake import FakeTelegram
 
     marker = h.token(10)
+    chats = {"chat-4411": 4411, "chat-9020": 9020, "chat-5150": 5150}  # Telegram knows no chat 5150
     with FakeTelegram(known_chats={4411, 9020}) as api:
         s = h.scenario("telegram-send")
+        api.fail_next_sends(429, retry_after=5)
         api.drop_next_replies(1)
 
         def script(c: Ctx):
             q = c.queue()
-            for source, session in (("tg:4411:1", "chat-4411"), ("tg:9020:1", "chat-9020")):
-                c.admit(q, source, session, "brief ACME 5 days")
+            for session, chat in chats.items():
+                c.admit(q, f"tg:{chat}:1", session, "brief ACME 5 days")
                 c.work_once(q, c.loop(marker), "w1")
-            transport = TelegramTransport(BotApi(api.base_url, api.token), {"chat-4411": 4411, "chat-9020": 9020})
-            return [c.deliver_one(transport) for _ in range(4)]
+            transport = TelegramTransport(BotApi(api.base_url, api.token), chats)
+            answers = [c.deliver_one(transport) for _ in range(4)]
+            c.clock.advance(10)
+            return answers + [c.deliver_one(transport) for _ in range(2)]
 
-        answers = ok(s.run(script, timeout=30), "delivering two reports through Telegram, the first reply lost")
-        if answers != ["unknown", "confirmed", "nothing to send", "nothing to send"]:
-            raise Fail(f"four deliveries answered {answers}")
+        answers = ok(s.run(script, timeout=30), "delivering three reports through Telegram: a 429, a lost reply, "
+                                                  "an unknown chat")
+        if answers != ["refused", "unknown", "failed", "nothing to send", "confirmed", "nothing to send"]:
+            raise Fail(f"six deliveries answered {answers}")
         sent = api.sent
         if sorted(m.chat_id for m in sent) != [4411, 9020] or not all(marker in m.text for m in sent):
             raise Fail(f"Telegram received {[(m.chat_id, m.text[:30]) for m in sent]}")
-        states = sorted(r["delivery"] for r in seen(s.observe()).reports)
-        if states != ["confirmed", "unknown"]:
+        states = [r["delivery"] for r in seen(s.observe()).reports]
+        if states != ["confirmed", "unknown", "failed"]:
             raise Fail(f"the reports are stored as {states}")
-    return "two messages sent to their own chats; the lost reply stayed UNKNOWN and was not sent again"
+    return ("the 429 went out once its retry_after had passed, the rejected chat ended failed, the lost reply "
+            "stayed UNKNOWN and was not sent again")
 
 
 @checkpoint_row("clock-producer",

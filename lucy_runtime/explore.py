@@ -266,12 +266,13 @@ class Explorer:
         return self._in_child(action, plan=KillAt(2, kinds=("write",)))
 
     def _deliver_with(self, script) -> str:
+        from .delivery import DeliveryPolicy
         from .transport import FakeService, FakeTransport
 
         if "deliver_one" not in self.ns:
             return "deliver_one is written in Unit B."
-        return self._in_child(
-            lambda: repr(self.ns["deliver_one"](Store(self.db), FakeTransport(FakeService(self.log, script=script)))))
+        return self._in_child(lambda: repr(self.ns["deliver_one"](
+            Store(self.db), FakeTransport(FakeService(self.log, script=script)), DeliveryPolicy("explorer"))))
 
     def _deliver(self) -> str:
         return self._deliver_with([])

@@ -12,7 +12,11 @@ Intake long-polls ``getUpdates`` with an explicit offset cursor kept in the stor
 Malformed, edited and non-text updates are recorded with a reason and stepped over,
 so one bad update cannot stall the good ones behind it.
 
-``TelegramTransport`` sends a report with ``sendMessage``. Telegram takes no
+``TelegramTransport`` sends a report with ``sendMessage`` and says what the answer
+proves. A connection that was never made sent nothing (retryable refusal). A timeout
+or reset after the request left, and a 5xx, may have sent it (UNKNOWN). 429 "too
+many requests" is a retryable refusal carrying ``parameters.retry_after``; 403 (the
+user blocked the bot) and 400 (bad request) are permanent. Telegram takes no
 idempotency key and offers no look-up, so a lost reply is UNKNOWN for good.
 """
 
@@ -48,10 +52,11 @@ MIGRATIONS = (
 
 
 class TelegramError(LucyError):
-    """The Bot API answered ``ok: false``."""
+    """The Bot API answered ``ok: false``; ``retry_after`` is ``parameters.retry_after`` when it gave one."""
 
-    def __init__(self, method: str, code: int, description: str):
+    def __init__(self, method: str, code: int, description: str, retry_after: float | None = None):
         self.method, self.code, self.description = method, code, description
+        self.retry_after = retry_after
         super().__init__(f"{method}: {code} {description}")
 
 
@@ -73,7 +78,7 @@ class BotApi:
         if not isinstance(body, dict) or body.get("ok") is not True:
             code = body.get("error_code", response.status_code) if isinstance(body, dict) else response.status_code
             description = body.get("description", "") if isinstance(body, dict) else ""
-            raise TelegramError(method, int(code), str(description))
+            raise TelegramError(method, int(code), str(description), _retry_after(body))
         return body.get("result")
 
     def get_updates(self, offset: int | None, timeout: int = 0) -> list:
@@ -90,6 +95,12 @@ class BotApi:
         if not isinstance(result, dict) or not isinstance(result.get("message_id"), int):
             raise TelegramError("sendMessage", 200, "the result carried no message_id")
         return result
+
+
+def _retry_after(body: Any) -> float | None:
+    parameters = body.get("parameters") if isinstance(body, dict) else None
+    wait = parameters.get("retry_after") if isinstance(parameters, dict) else None
+    return float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -206,6 +217,21 @@ class TelegramIntake:
         return PollResult(tuple(admitted), tuple(skipped), self.cursor())
 
 
+_NEVER_CONNECTED = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+"""Failures before a connection existed (DNS, refused connection, no free connection): no byte was sent."""
+
+
+def classify(report_id: str, error: TelegramError) -> Refused | Uncertain:
+    """What an ``ok: false`` answer to ``sendMessage`` proves about the message."""
+    if error.code == 429:
+        return Refused(report_id, error.description or "too many requests", retryable=True,
+                       retry_after=error.retry_after)
+    if error.code >= 500 or error.code < 400:  # the server failed part way, or answered nonsense: it may have sent
+        return Uncertain(report_id, f"Telegram answered {error.code}: the message may have been sent")
+    # 400 bad request, 403 blocked by the user, 401/404 a wrong token: the same request will never succeed.
+    return Refused(report_id, f"{error.code} {error.description}", retryable=False)
+
+
 class TelegramTransport:
     """The sender boundary for Telegram: one ``sendMessage`` per report, no retries of its own."""
 
@@ -218,17 +244,19 @@ class TelegramTransport:
             raise TransportMisuse(f"send() takes an OutgoingReport, got {type(report).__name__}")
         chat_id = self._chats.get(report.session_id)
         if chat_id is None:
-            return Refused(report.report_id, f"no Telegram chat is bound to session {report.session_id!r}")
+            return Refused(report.report_id, f"no Telegram chat is bound to session {report.session_id!r}",
+                           retryable=False)
         if len(report.body) > MAX_MESSAGE_CHARS:
-            return Refused(report.report_id, f"the report is longer than Telegram's {MAX_MESSAGE_CHARS} characters")
+            return Refused(report.report_id, f"the report is longer than Telegram's {MAX_MESSAGE_CHARS} characters",
+                           retryable=False)
         try:
             result = self._api.send_message(chat_id, report.body)
-        except httpx.TransportError as lost:  # timeouts, resets, a closed connection: it may have arrived
+        except _NEVER_CONNECTED as failed:  # the request never left: nothing can have arrived
+            return Refused(report.report_id, f"no connection to Telegram ({type(failed).__name__})", retryable=True)
+        except httpx.TransportError as lost:  # a timeout or reset after the request left: it may have arrived
             return Uncertain(report.report_id, f"no answer from Telegram ({type(lost).__name__}): it may have arrived")
         except TelegramError as error:
-            if 400 <= error.code < 500:
-                return Refused(report.report_id, error.description)
-            return Uncertain(report.report_id, f"Telegram answered {error.code}: it may have arrived")
+            return classify(report.report_id, error)
         return Receipt(report.report_id, str(result["message_id"]))
 
     def lookup(self, idempotency_key: str) -> Receipt | None:

@@ -4,7 +4,9 @@ It follows the Bot API where the adapter depends on it: ``getUpdates`` returns e
 update whose ``update_id`` is at least ``offset`` and forgets the ones below it (so an
 update is delivered again until a later offset confirms it); ``sendMessage`` answers
 ``{"ok": true, "result": {"message_id": …}}``. It can also misbehave on purpose: drop
-the HTTP reply after accepting a message, or serve malformed updates.
+the HTTP reply after accepting a message, answer ``sendMessage`` with an error the
+way the Bot API does (429 with ``parameters.retry_after``, 403 when the user blocked
+the bot, 500), or serve malformed updates.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+_ERRORS = {
+    400: "Bad Request: chat not found",
+    403: "Forbidden: bot was blocked by the user",
+    429: "Too Many Requests: retry after {retry_after}",
+    500: "Internal Server Error",
+}
 from urllib.parse import parse_qs, urlparse
 
 
@@ -35,6 +44,7 @@ class FakeTelegram:
         self._next_update_id = 1
         self._sent: list[SentMessage] = []
         self._drop_replies = 0
+        self._errors: list[tuple[int, int]] = []  # (error_code, retry_after) for the next sendMessage calls
         self.requests: list[tuple[str, dict]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -61,6 +71,13 @@ class FakeTelegram:
         """Accept the next ``count`` sendMessage calls, then close the connection without answering."""
         with self._lock:
             self._drop_replies += count
+
+    def fail_next_sends(self, code: int, count: int = 1, *, retry_after: int = 5) -> None:
+        """Answer the next ``count`` sendMessage calls with Bot API error ``code`` and send nothing."""
+        if code not in _ERRORS:
+            raise ValueError(f"code: one of {sorted(_ERRORS)}, got {code!r}")
+        with self._lock:
+            self._errors.extend([(code, retry_after)] * count)
 
     @property
     def sent(self) -> list[SentMessage]:
@@ -105,6 +122,12 @@ class FakeTelegram:
         if self.known_chats and chat_id not in self.known_chats:
             return 400, {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
         with self._lock:
+            if self._errors:
+                code, retry_after = self._errors.pop(0)
+                answer = {"ok": False, "error_code": code, "description": _ERRORS[code].format(retry_after=retry_after)}
+                if code == 429:
+                    answer["parameters"] = {"retry_after": retry_after}
+                return code, answer
             message = SentMessage(len(self._sent) + 1, chat_id, text)
             self._sent.append(message)
             if self._drop_replies:

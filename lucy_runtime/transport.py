@@ -3,8 +3,15 @@
 ``Transport.send`` takes one retained report and returns what is known about it:
 
 * ``Receipt``   the service confirmed it accepted the report;
-* ``Refused``   the service confirmed it did *not* accept it (safe to try again);
-* ``Uncertain`` no answer came back: the service may or may not have accepted it.
+* ``Refused``   the report certainly did not arrive: the service said no, or no
+  connection was ever made. ``retryable`` says whether another try is worth it
+  (too many requests, the connection failed) or not (the chat blocked the bot, the
+  request is malformed); ``retry_after`` is the wait the service asked for, if any;
+* ``Uncertain`` the request may have arrived: the reply timed out or the connection
+  reset after the request left, or the service failed (5xx) part way.
+
+``lookup(key)`` asks the service for the receipt of a send made under an idempotency
+key. A transport whose service keeps no such record raises ``TransportMisuse``.
 
 ``FakeService`` stands in for the remote side. Its accepted-send log is a SQLite file
 of its own, opened afresh for every call, so it survives the death of a client
@@ -15,13 +22,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from contextlib import closing
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable, Protocol, Union
+from typing import Callable, Iterable, Mapping, Protocol, Union
 
 from .errors import TransportMisuse
-from .fields import require_id, require_str
+from .fields import require_id, require_number, require_str
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,16 @@ class Receipt:
 class Refused:
     report_id: str
     reason: str
+    retryable: bool
+    """True: another try may succeed (too many requests, no connection). False: it never will."""
+    retry_after: float | None = None
+    """Seconds the service asked the caller to wait before the next try."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.retryable, bool):
+            raise TypeError(f"retryable: expected a bool, got {type(self.retryable).__name__}")
+        if self.retry_after is not None and require_number("retry_after", self.retry_after) < 0:
+            raise ValueError("retry_after: must not be negative")
 
 
 @dataclass(frozen=True)
@@ -65,11 +83,21 @@ SendOutcome = Union[Receipt, Refused, Uncertain]
 class Transport(Protocol):
     def send(self, report: OutgoingReport) -> SendOutcome: ...
 
+    def lookup(self, idempotency_key: str) -> Receipt | None: ...
+
 
 class Behaviour(Enum):
+    """What the fake service does with one request, and what the client can know of it."""
+
     ACCEPT = "accept"
-    REFUSE = "refuse"
-    LOSE_REPLY = "lose-reply"  # accept and record the send, then the answer never arrives
+    REFUSE = "refuse"  # 429 too many requests: Refused, retryable, with retry_after
+    REFUSE_PERMANENTLY = "refuse-permanently"  # 403 forbidden: Refused, not retryable
+    CONNECT_FAILS = "connect-fails"  # no connection was made: Refused, retryable, nothing arrived
+    LOSE_REPLY = "lose-reply"  # accept and record the send, then the reply times out: Uncertain
+    SERVER_ERROR = "server-error"  # 500 before anything was recorded: Uncertain, for the client cannot tell
+
+RETRY_AFTER = 30.0
+"""The wait the fake service asks for when it answers 'too many requests'."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +114,7 @@ _SERVICE_SCHEMA = (
            seq INTEGER PRIMARY KEY, report_id TEXT NOT NULL, idempotency_key TEXT, behaviour TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS accepted (
            remote_id TEXT PRIMARY KEY, report_id TEXT NOT NULL, session_id TEXT NOT NULL,
-           body TEXT NOT NULL, idempotency_key TEXT UNIQUE)""",
+           body TEXT NOT NULL, idempotency_key TEXT, accepted_at REAL NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS script (seq INTEGER PRIMARY KEY, behaviour TEXT NOT NULL)""",
 )
 
@@ -101,14 +129,33 @@ class FakeService:
     the same content returns the original receipt and sends nothing new; the same key
     with different content is refused and never executed; ``lookup(key)`` finds the
     receipt of an accepted send.
+
+    ``sessions`` maps a session id to the behaviour every request for it gets, whatever
+    the script says: a chat that blocked the bot, or one that is always rate limited.
+
+    A real service keeps keys for a while, not for ever. ``retention`` (seconds, by
+    ``clock``) is that window: after it, ``lookup`` finds nothing and the same key is
+    a new message again. ``None`` keeps keys for ever.
     """
 
     def __init__(self, log_path: str | os.PathLike[str], *, script: Iterable[Behaviour] | None = None,
-                 idempotent: bool = False):
+                 idempotent: bool = False, retention: float | None = None,
+                 clock: Callable[[], float] = time.time, sessions: Mapping[str, Behaviour] | None = None):
         self._path = require_str("log_path", os.fspath(log_path), max_bytes=4096)
         if not isinstance(idempotent, bool):
             raise TypeError(f"idempotent: expected a bool, got {type(idempotent).__name__}")
+        if retention is not None and require_number("retention", retention) <= 0:
+            raise ValueError("retention: must be more than 0 seconds")
+        if not callable(clock):
+            raise TypeError("clock: expected a function that returns the time in seconds")
+        self._sessions = dict(sessions or {})
+        for session_id, behaviour in self._sessions.items():
+            require_id("sessions", session_id)
+            if not isinstance(behaviour, Behaviour):
+                raise TypeError(f"sessions: expected Behaviour values, got {type(behaviour).__name__}")
         self.idempotent = idempotent
+        self.retention = retention
+        self._clock = clock
         steps = None if script is None else list(script)
         for step in steps or ():
             if not isinstance(step, Behaviour):
@@ -132,52 +179,93 @@ class FakeService:
         conn.execute("PRAGMA synchronous = FULL")
         return _Tx(conn)
 
-    def receive(self, report: OutgoingReport) -> tuple[Receipt | Refused, bool]:
-        """Handle one request. Returns the service's answer and whether that answer is lost."""
+    def _remembered(self, conn: sqlite3.Connection, key: str):
+        """The accepted send under ``key`` that the service still remembers, if any."""
+        since = -float("inf") if self.retention is None else float(self._clock()) - self.retention
+        return conn.execute(
+            "SELECT remote_id, report_id, session_id, body FROM accepted "
+            "WHERE idempotency_key = ? AND accepted_at >= ? ORDER BY rowid DESC LIMIT 1",
+            (key, since),
+        ).fetchone()
+
+    def receive(self, report: OutgoingReport) -> "SendOutcome | _Lost":
+        """Handle one request. Returns the service's answer, or ``_Lost`` around a receipt whose reply is lost.
+
+        ``request`` logs every attempt the script saw, including one whose connection
+        failed: it is the fake's record for the checker, not something the service knew.
+        """
         if not isinstance(report, OutgoingReport):
             raise TransportMisuse(f"report: expected an OutgoingReport, got {type(report).__name__}")
         with self._connect() as conn:
             seq = conn.execute("SELECT COUNT(*) FROM request").fetchone()[0]
             row = conn.execute("SELECT behaviour FROM script WHERE seq = ?", (seq,)).fetchone()
             behaviour = Behaviour(row[0]) if row else Behaviour.ACCEPT
+            behaviour = self._sessions.get(report.session_id, behaviour)
             conn.execute(
                 "INSERT INTO request (seq, report_id, idempotency_key, behaviour) VALUES (?, ?, ?, ?)",
                 (seq, report.report_id, report.idempotency_key, behaviour.value),
             )
-            if behaviour is Behaviour.REFUSE:
-                return Refused(report.report_id, "the service refused the request"), False
-            if self.idempotent:
-                if report.idempotency_key is None:
-                    return Refused(report.report_id, "this service needs an idempotency key"), False
-                earlier = conn.execute(
-                    "SELECT remote_id, report_id, session_id, body FROM accepted WHERE idempotency_key = ?",
-                    (report.idempotency_key,),
-                ).fetchone()
-                if earlier is not None:
-                    if tuple(earlier[1:]) != (report.report_id, report.session_id, report.body):
-                        return Refused(report.report_id, "idempotency key reused with different content"), False
-                    return Receipt(report.report_id, earlier[0], replayed=True), behaviour is Behaviour.LOSE_REPLY
-            remote_id = f"m-{conn.execute('SELECT COUNT(*) FROM accepted').fetchone()[0] + 1}"
-            conn.execute(
-                "INSERT INTO accepted (remote_id, report_id, session_id, body, idempotency_key) VALUES (?, ?, ?, ?, ?)",
-                (remote_id, report.report_id, report.session_id, report.body,
-                 report.idempotency_key if self.idempotent else None),
-            )
-            return Receipt(report.report_id, remote_id), behaviour is Behaviour.LOSE_REPLY
+            refused = _REFUSALS.get(behaviour)
+            if refused is not None:
+                return refused(report.report_id)
+            if behaviour is Behaviour.SERVER_ERROR:
+                return Uncertain(report.report_id, "the service answered 500: it may or may not have acted")
+            receipt = self._accept(conn, report)
+        if isinstance(receipt, Receipt) and behaviour is Behaviour.LOSE_REPLY:
+            return _Lost(receipt)
+        return receipt
+
+    def _accept(self, conn: sqlite3.Connection, report: OutgoingReport) -> Receipt | Refused:
+        if self.idempotent:
+            if report.idempotency_key is None:
+                return Refused(report.report_id, "this service needs an idempotency key", retryable=False)
+            earlier = self._remembered(conn, report.idempotency_key)
+            if earlier is not None:
+                if tuple(earlier[1:]) != (report.report_id, report.session_id, report.body):
+                    return Refused(report.report_id, "idempotency key reused with different content",
+                                   retryable=False)
+                return Receipt(report.report_id, earlier[0], replayed=True)
+        remote_id = f"m-{conn.execute('SELECT COUNT(*) FROM accepted').fetchone()[0] + 1}"
+        conn.execute(
+            "INSERT INTO accepted (remote_id, report_id, session_id, body, idempotency_key, accepted_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (remote_id, report.report_id, report.session_id, report.body,
+             report.idempotency_key if self.idempotent else None, float(self._clock())),
+        )
+        return Receipt(report.report_id, remote_id)
 
     def lookup(self, idempotency_key: str) -> Receipt | None:
-        """Reconciliation: the receipt of the send accepted under this key, if any."""
+        """Reconciliation: the receipt of the send accepted under this key, while the service remembers it.
+
+        ``None`` means "no receipt *now*": never accepted, not accepted yet (a first
+        request may still be in flight), or accepted so long ago the key has expired.
+        """
         if not self.idempotent:
             raise TransportMisuse("this service offers no look-up: it does not record idempotency keys")
         require_id("idempotency_key", idempotency_key)
         with self._connect() as conn:
-            row = conn.execute(
-                "SELECT remote_id, report_id FROM accepted WHERE idempotency_key = ?", (idempotency_key,)
-            ).fetchone()
+            row = self._remembered(conn, idempotency_key)
         return Receipt(row[1], row[0], replayed=True) if row else None
 
     def accepted(self) -> list[AcceptedSend]:
         return read_accepted(self._path)
+
+
+@dataclass(frozen=True)
+class _Lost:
+    """The service accepted, and its reply never reached the client."""
+
+    receipt: Receipt
+
+
+_REFUSALS: dict[Behaviour, Callable[[str], Refused]] = {
+    Behaviour.REFUSE: lambda report_id: Refused(report_id, "429 too many requests", retryable=True,
+                                                retry_after=RETRY_AFTER),
+    Behaviour.REFUSE_PERMANENTLY: lambda report_id: Refused(report_id, "403 forbidden: the chat blocked the bot",
+                                                            retryable=False),
+    Behaviour.CONNECT_FAILS: lambda report_id: Refused(report_id, "no connection to the service: nothing was sent",
+                                                       retryable=True),
+}
 
 
 def read_accepted(log_path: str) -> list[AcceptedSend]:
@@ -233,11 +321,12 @@ class FakeTransport:
         self.attempts.append(report)
         if self._before_send is not None:
             self._before_send(report)
-        answer, lost = self._service.receive(report)
-        if isinstance(answer, Receipt) and self._on_accepted is not None:
-            self._on_accepted(answer)
-        if lost:
-            return Uncertain(report.report_id, "no answer arrived: the service may have accepted the report")
+        answer = self._service.receive(report)
+        accepted = answer.receipt if isinstance(answer, _Lost) else answer
+        if isinstance(accepted, Receipt) and self._on_accepted is not None:
+            self._on_accepted(accepted)
+        if isinstance(answer, _Lost):
+            return Uncertain(report.report_id, "the reply timed out: the service may have accepted the report")
         return answer
 
     def lookup(self, idempotency_key: str) -> Receipt | None:

@@ -16,8 +16,10 @@ from .store import Store
 WORK_STATES = ("pending", "running", "done")
 """work:   pending --claim--> running --finish--> done"""
 
-DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown")
-"""report: pending --claim delivery--> sending --receipt--> confirmed; lost answer --> unknown"""
+DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed")
+"""report: pending --mark--> sending --receipt--> confirmed
+          sending --retryable refusal--> pending (due again later) | failed (permanent, or out of attempts)
+          sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)"""
 
 WORK_COLUMNS = ("work_id", "source_id", "session_id", "text", "state")
 """Columns the observer reads from the learner's work table (other columns are the learner's own)."""
@@ -65,7 +67,8 @@ class Report:
 
 class Disposition(Enum):
     CONFIRMED = "confirmed"  # the service gave a receipt
-    REFUSED = "refused"  # the service said no; the report may be sent again
+    REFUSED = "refused"  # the service said no for now; the report is due again later
+    FAILED = "failed"  # refused for good, or out of attempts: a person must look at it
     UNKNOWN = "unknown"  # no answer: it may have been accepted; never resent automatically
     NOTHING_TO_SEND = "nothing to send"
 

@@ -6,7 +6,11 @@ from lucy_runtime.checker import SourceLearner, SwappedLearner, run_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Edit
 
-SENDING_MARK = "        tx.execute(\"UPDATE report SET delivery = 'sending' WHERE report_id = ?\", (row[\"report_id\"],))\n"
+SENDING_MARK = ("        tx.execute(\n"
+                "            \"UPDATE report SET delivery = 'sending', attempts = attempts + 1 \"\n"
+                "            \"WHERE report_id = ? AND delivery = 'pending'\",\n"
+                "            (row[\"report_id\"],),\n"
+                "        )\n")
 
 
 def result_of(learner, row_id: str):

@@ -144,9 +144,26 @@ def test_a_lost_reply_is_uncertain_and_the_message_did_arrive(api):
     assert len(api.sent) == 1
 
 
-def test_a_refusal_from_telegram_is_refused(api):
+def test_a_refusal_from_telegram_is_refused_for_good(api):
     outcome = transport(api).send(OutgoingReport("r-1-1", "chat-1", "ACME brief"))
-    assert isinstance(outcome, Refused) and "chat not found" in outcome.reason
+    assert isinstance(outcome, Refused) and "chat not found" in outcome.reason and not outcome.retryable
+
+
+def test_too_many_requests_from_the_fake_bot_api_is_retryable_after_its_wait(api):
+    api.fail_next_sends(429, retry_after=17)
+    outcome = transport(api).send(OutgoingReport("r-1-1", "chat-4411", "ACME brief"))
+    assert outcome == Refused("r-1-1", "Too Many Requests: retry after 17", retryable=True, retry_after=17.0)
+    assert api.sent == []
+
+
+def test_a_blocked_bot_is_a_permanent_refusal_and_a_server_error_unknown(api):
+    api.fail_next_sends(403)
+    api.fail_next_sends(500)
+    sender = transport(api)
+    blocked = sender.send(OutgoingReport("r-1-1", "chat-4411", "ACME brief"))
+    failed = sender.send(OutgoingReport("r-2-1", "chat-4411", "ACME brief"))
+    assert isinstance(blocked, Refused) and not blocked.retryable and "blocked" in blocked.reason
+    assert isinstance(failed, Uncertain)
 
 
 def test_a_report_for_a_session_without_a_chat_is_refused_without_a_call(api):
@@ -159,9 +176,72 @@ def test_telegram_offers_no_lookup():
         TelegramTransport(BotApi("http://127.0.0.1:9", "t"), {}).lookup("r-1-1")
 
 
-def test_an_unreachable_bot_api_is_uncertain_for_a_send():
+def test_an_unreachable_bot_api_is_a_retryable_refusal_for_nothing_was_sent():
     closed = TelegramTransport(BotApi("http://127.0.0.1:9", "t", http=httpx.Client(timeout=0.5)), {"chat-1": 1})
-    assert isinstance(closed.send(OutgoingReport("r-1-1", "chat-1", "x")), Uncertain)
+    outcome = closed.send(OutgoingReport("r-1-1", "chat-1", "x"))
+    assert isinstance(outcome, Refused) and outcome.retryable
+
+
+# The Bot API's answers, served by httpx.MockTransport: each proves what it proves and no more.
+
+def mocked(handler) -> TelegramTransport:
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    return TelegramTransport(BotApi("https://api.telegram.org", "123:abc", http=http), {"chat-1": 1})
+
+
+def answering(status: int, body: dict):
+    return lambda request: httpx.Response(status, json=body)
+
+
+def failing(error: type[httpx.TransportError]):
+    def handler(request):
+        raise error("scripted", request=request)
+    return handler
+
+
+def send_mocked(handler):
+    return mocked(handler).send(OutgoingReport("r-1-1", "chat-1", "ACME brief"))
+
+
+@pytest.mark.parametrize("handler, retry_after", [
+    (answering(429, {"ok": False, "error_code": 429, "description": "Too Many Requests: retry after 35",
+                     "parameters": {"retry_after": 35}}), 35.0),
+    (answering(429, {"ok": False, "error_code": 429, "description": "Too Many Requests"}), None),
+    (failing(httpx.ConnectError), None),  # DNS failure or connection refused
+    (failing(httpx.ConnectTimeout), None),
+    (failing(httpx.PoolTimeout), None),
+])
+def test_answers_that_prove_nothing_was_sent_are_retryable_refusals(handler, retry_after):
+    outcome = send_mocked(handler)
+    assert isinstance(outcome, Refused) and outcome.retryable and outcome.retry_after == retry_after
+
+
+@pytest.mark.parametrize("status, description", [
+    (400, "Bad Request: chat not found"),
+    (403, "Forbidden: bot was blocked by the user"),
+    (401, "Unauthorized"),
+])
+def test_answers_that_will_never_change_are_permanent_refusals(status, description):
+    outcome = send_mocked(answering(status, {"ok": False, "error_code": status, "description": description}))
+    assert isinstance(outcome, Refused) and not outcome.retryable and description in outcome.reason
+
+
+@pytest.mark.parametrize("handler", [
+    failing(httpx.ReadTimeout),
+    failing(httpx.WriteTimeout),
+    failing(httpx.ReadError),  # the connection reset after the request left
+    failing(httpx.RemoteProtocolError),
+    answering(500, {"ok": False, "error_code": 500, "description": "Internal Server Error"}),
+    answering(502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}),
+    lambda request: httpx.Response(504, text="<html>gateway timeout</html>"),
+    answering(200, {"ok": True, "result": {"no": "message_id"}}),
+])
+def test_answers_after_the_request_left_are_unknown(handler):
+    assert isinstance(send_mocked(handler), Uncertain)
+
+
+def test_a_confirmed_send_carries_telegrams_message_id():
+    assert send_mocked(answering(200, {"ok": True, "result": {"message_id": 812}})) == Receipt("r-1-1", "812")
 
 
 def test_a_wrong_token_is_an_error_naming_the_method(api, store):

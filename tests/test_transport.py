@@ -26,9 +26,40 @@ def test_an_accepted_send_returns_a_receipt_and_is_logged(tmp_path):
 def test_a_refusal_is_known_and_logs_no_accepted_send(tmp_path):
     service = FakeService(tmp_path / "service.sqlite3", script=[Behaviour.REFUSE])
     transport = FakeTransport(service)
-    assert isinstance(transport.send(report()), Refused)
+    assert transport.send(report()) == Refused("r-1-1", "429 too many requests", retryable=True, retry_after=30.0)
     assert service.accepted() == []
     assert isinstance(transport.send(report()), Receipt)  # the script is used up: later calls accept
+
+
+@pytest.mark.parametrize("behaviour, retryable", [
+    (Behaviour.REFUSE_PERMANENTLY, False),
+    (Behaviour.CONNECT_FAILS, True),
+])
+def test_each_scripted_refusal_says_whether_another_try_is_worth_it(tmp_path, behaviour, retryable):
+    service = FakeService(tmp_path / "s.sqlite3", script=[behaviour])
+    outcome = FakeTransport(service).send(report())
+    assert isinstance(outcome, Refused) and outcome.retryable is retryable
+    assert service.accepted() == []
+
+
+def test_a_session_can_be_refused_on_every_request_whatever_the_script(tmp_path):
+    service = FakeService(tmp_path / "s.sqlite3", sessions={"chat-4411": Behaviour.REFUSE_PERMANENTLY})
+    transport = FakeTransport(service)
+    assert all(isinstance(transport.send(report(n)), Refused) for n in range(3))
+    assert isinstance(transport.send(OutgoingReport("r-9-1", "chat-9", "hi")), Receipt)
+
+
+def test_a_server_error_is_uncertain_although_nothing_was_accepted(tmp_path):
+    service = FakeService(tmp_path / "s.sqlite3", script=[Behaviour.SERVER_ERROR])
+    assert isinstance(FakeTransport(service).send(report()), Uncertain)
+    assert service.accepted() == []
+
+
+def test_a_refusal_must_say_whether_it_is_retryable():
+    with pytest.raises(TypeError, match="retryable"):
+        Refused("r-1-1", "no", retryable="yes")
+    with pytest.raises(InvalidField, match="retry_after"):
+        Refused("r-1-1", "no", retryable=True, retry_after="soon")
 
 
 def test_a_lost_reply_is_uncertain_although_the_service_accepted(tmp_path):
@@ -70,6 +101,25 @@ def test_reconciliation_looks_up_a_send_by_its_key(tmp_path):
     transport.send(report(key="r-1-1"))
     assert transport.lookup("r-1-1") == Receipt("r-1-1", "m-1", replayed=True)
     assert transport.lookup("r-9-9") is None
+
+
+def test_a_key_expires_after_the_retention_window_and_then_sends_again(tmp_path):
+    now = [100.0]
+    service = FakeService(tmp_path / "s.sqlite3", idempotent=True, retention=60, clock=lambda: now[0])
+    transport = FakeTransport(service)
+    transport.send(report(key="ns:r-1-1"))
+    now[0] += 60
+    assert transport.lookup("ns:r-1-1") == Receipt("r-1-1", "m-1", replayed=True)  # still remembered
+    now[0] += 1
+    assert transport.lookup("ns:r-1-1") is None  # no longer: the missing receipt does not mean "never sent"
+    again = transport.send(report(key="ns:r-1-1"))
+    assert isinstance(again, Receipt) and not again.replayed
+    assert [a.remote_id for a in service.accepted()] == ["m-1", "m-2"]  # the customer got it twice
+
+
+def test_the_retention_window_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="retention"):
+        FakeService(tmp_path / "s.sqlite3", idempotent=True, retention=0)
 
 
 def test_a_service_without_keys_offers_no_lookup(tmp_path):
@@ -135,3 +185,37 @@ def test_64_kib_bodies_are_sent_verbatim(tmp_path):
     service = FakeService(tmp_path / "s.sqlite3")
     FakeTransport(service).send(report(body=body))
     assert service.accepted()[0].body == body
+
+
+# One contract for every transport Lucy ships: the fake, the keyed fake and Telegram.
+
+@pytest.fixture(params=["fake", "keyed-fake", "telegram"])
+def any_transport(request, tmp_path):
+    if request.param == "telegram":
+        from lucy_runtime.telegram import BotApi, TelegramTransport
+        from lucy_runtime.telegram_fake import FakeTelegram
+
+        with FakeTelegram() as api:
+            yield TelegramTransport(BotApi(api.base_url, api.token), {"chat-4411": 4411})
+        return
+    yield FakeTransport(FakeService(tmp_path / "s.sqlite3", idempotent=request.param == "keyed-fake"))
+
+
+def test_every_transport_answers_a_send_with_one_of_the_three_outcomes(any_transport):
+    outcome = any_transport.send(report(key="ns:r-1-1"))
+    assert isinstance(outcome, Receipt) and outcome.report_id == "r-1-1" and outcome.remote_id
+
+
+def test_every_transport_refuses_what_is_not_an_outgoing_report(any_transport):
+    with pytest.raises(TransportMisuse):
+        any_transport.send(("r-1-1", "chat-4411", "hi"))
+
+
+def test_every_transport_looks_up_a_key_or_says_it_cannot(any_transport):
+    any_transport.send(report(key="ns:r-1-1"))
+    try:
+        found = any_transport.lookup("ns:r-1-1")
+    except TransportMisuse:
+        return  # this service keeps no record to look up: its UNKNOWN stays UNKNOWN
+    assert found == Receipt("r-1-1", found.remote_id, replayed=True)
+    assert any_transport.lookup("ns:r-9-9") is None

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..delivery import DeliveryPolicy, ManualClock
 from ..loop import AgentLoop, LoopResult
 from ..model import InvocationLog, ScriptedModel
 from ..store import Store
@@ -149,6 +150,13 @@ class Ctx:
         self.scenario = scenario
         self.ns = ns
         self.store = Store(scenario.db)
+        # Every child of a scenario starts at the same time, with the same key namespace and jitter;
+        # a row moves the clock on with c.clock.advance(seconds).
+        self.clock = ManualClock(CLOCK_START)
+        self.policy = self.policy_for(scenario.namespace)
+
+    def policy_for(self, namespace: str) -> DeliveryPolicy:
+        return DeliveryPolicy(namespace, clock=self.clock, random=random.Random(self.scenario.namespace).random)
 
     def fn(self, name: str) -> Callable[..., Any]:
         value = self.ns.get(name)
@@ -162,12 +170,15 @@ class Ctx:
     def loop(self, marker: str, addressed_to: str = "intruder", *, crash: bool = False) -> ProbeLoop:
         return ProbeLoop(self.scenario.calls, marker, addressed_to, crash=crash)
 
-    def service(self, script=None, *, idempotent: bool = False) -> FakeService:
-        return FakeService(self.scenario.log, script=script, idempotent=idempotent)
+    def service(self, script=None, *, idempotent: bool = False, **settings: Any) -> FakeService:
+        return FakeService(self.scenario.log, script=script, idempotent=idempotent, clock=self.clock, **settings)
 
-    def transport(self, script=None, *, idempotent: bool = False) -> FakeTransport:
-        """A transport to the scenario's service; it reports the points "send" and "accepted" like the store."""
-        return FakeTransport(self.service(script, idempotent=idempotent),
+    def transport(self, script=None, *, idempotent: bool = False, **settings: Any) -> FakeTransport:
+        """A transport to the scenario's service; it reports the points "send" and "accepted" like the store.
+
+        ``settings`` go to the ``FakeService`` (``sessions``, ``retention``).
+        """
+        return FakeTransport(self.service(script, idempotent=idempotent, **settings),
                              before_send=lambda report: PROBE("send", f"send {report.report_id}"),
                              on_accepted=lambda receipt: PROBE("accepted", f"service accepted {receipt.report_id}"))
 
@@ -203,14 +214,14 @@ class Ctx:
             raise broken(value, f"work_once returned {value!r}; it should return the Report, or None when idle")
         return None if value is None else dict(value.__dict__)
 
-    def deliver_one(self, transport) -> str:
-        value = self.fn("deliver_one")(self.store, transport)
+    def deliver_one(self, transport, store: Store | None = None, policy: DeliveryPolicy | None = None) -> str:
+        value = self.fn("deliver_one")(store or self.store, transport, policy or self.policy)
         if not isinstance(value, Disposition):
             raise broken(value, f"deliver_one returned {value!r}; it should return a Disposition")
         return value.value
 
     def reconcile(self, transport) -> int:
-        value = self.fn("reconcile")(self.store, transport)
+        value = self.fn("reconcile")(self.store, transport, self.policy)
         if isinstance(value, bool) or not isinstance(value, int):
             raise broken(value, f"reconcile returned {value!r}; it should return how many reports it confirmed")
         return value
@@ -225,6 +236,10 @@ class Ctx:
         return {"outcome": value.outcome.value, "work_id": value.work_id, "reason": value.reason}
 
 
+CLOCK_START = 1_000_000.0
+"""The time every child of a scenario starts at (seconds)."""
+
+
 class Scenario:
     def __init__(self, harness: "Harness", name: str):
         self.harness = harness
@@ -236,6 +251,7 @@ class Scenario:
         self.db = self.dir / "lucy.sqlite3"
         self.log = self.dir / "service.sqlite3"
         self.calls = self.dir / "model-calls.log"
+        self.namespace = f"lucy-{os.urandom(4).hex()}"
         self._fresh = True
 
     def _child(self, script: Callable[[Ctx], Any]) -> Callable[[], Any]:

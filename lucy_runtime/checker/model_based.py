@@ -14,6 +14,7 @@ from typing import Any
 from .faults import KillAt
 from .harness import Ctx, Harness
 from .observe import snapshot
+from ..transport import Behaviour
 from .kit import Fail, ok
 
 CAPACITY, PER_SESSION = 2, 1
@@ -22,6 +23,11 @@ SHRINK_LIMIT = 40
 """Successful shrinks at most: enough for a short sequence."""
 SHRINK_SECONDS = 6
 """Seconds of shrinking at most, so a failing learner hears back quickly."""
+ANSWERS = {Behaviour.ACCEPT: "confirmed", Behaviour.REFUSE: "refused", Behaviour.REFUSE_PERMANENTLY: "failed",
+           Behaviour.LOSE_REPLY: "unknown", Behaviour.SERVER_ERROR: "unknown"}
+"""What deliver_one answers when the service does this to the report it sends (REFUSE: until the attempt cap)."""
+LATER = 100_000.0
+"""Seconds each delivery moves the clock beyond the last: longer than any wait, so every refused report is due."""
 
 
 class Disagreement(AssertionError):
@@ -57,7 +63,6 @@ def run_model_check(h: Harness) -> str:
     from hypothesis.reporting import with_reporter
     from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-    from ..transport import Behaviour
 
     sources = [h.source_id() for _ in range(5)]
     sessions = [h.session_id() for _ in range(2)]
@@ -74,6 +79,7 @@ def run_model_check(h: Harness) -> str:
             self.reports = 0
             self.sent = 0
             self.calls = 0
+            self.later = 0.0  # how far each delivery's clock is moved on: further every time
 
         # -- running a step --------------------------------------------------
         def step(self, what: str, script) -> Any:
@@ -197,26 +203,31 @@ def run_model_check(h: Harness) -> str:
             self.compare(seen_now, what)
 
         @precondition(lambda self: self.reports > 0)
-        @rule(behaviour=st.sampled_from([Behaviour.ACCEPT, Behaviour.REFUSE, Behaviour.LOSE_REPLY]))
+        @rule(behaviour=st.sampled_from(list(ANSWERS)))
         def deliver(self, behaviour: Behaviour) -> None:
             what = f"deliver_one() with the service set to {behaviour.value}"
             target = self.scenario.target()
-            pending_before = None
+            self.later += LATER
+            later = self.later
 
             def child(c: Ctx):
                 before = snapshot(target["db"], target["log"], target["calls"])
+                c.clock.advance(later)  # every refused report is due again: the model has no clock
                 answer = c.deliver_one(c.transport([behaviour]))
-                return before, answer
+                return before, answer, c.policy.max_attempts, snapshot(target["db"], target["log"], target["calls"])
 
             stats["steps"] += 1
             try:
-                before, answer = ok(self.scenario.run(child), what)
+                before, answer, cap, after = ok(self.scenario.run(child), what)
             except Fail as failure:
                 raise Disagreement(failure.observation) from None
             pending_before = [r for r in before["reports"] if r["delivery"] == "pending"]
-            expected = "nothing to send" if not pending_before else {
-                Behaviour.ACCEPT: "confirmed", Behaviour.REFUSE: "refused", Behaviour.LOSE_REPLY: "unknown"}[behaviour]
-            if pending_before and behaviour is not Behaviour.REFUSE:
+            expected = ANSWERS[behaviour] if pending_before else "nothing to send"
+            if pending_before and behaviour is Behaviour.REFUSE and after["requests"]:
+                tried = str(after["requests"][-1]["report_id"])  # whichever due report the learner took
+                if sum(1 for r in after["requests"] if str(r["report_id"]) == tried) >= cap:
+                    expected = "failed"
+            if pending_before and behaviour in (Behaviour.ACCEPT, Behaviour.LOSE_REPLY):
                 self.sent += 1
             if answer != expected:
                 raise Disagreement(f"{what} answered {answer!r}; the model expects {expected!r}")

@@ -334,8 +334,8 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "delivery-confirms-before-send", "ch07_unit_b",
-        [Edit("deliver_one", "tx.execute(\"UPDATE report SET delivery = 'sending' WHERE report_id = ?\", (row[\"report_id\"],))",
-              "tx.execute(\"UPDATE report SET delivery = 'confirmed' WHERE report_id = ?\", (row[\"report_id\"],))")],
+        [Edit("deliver_one", "\"UPDATE report SET delivery = 'sending', attempts = attempts + 1 \"",
+              "\"UPDATE report SET delivery = 'confirmed', attempts = attempts + 1 \"")],
         "Marks the report confirmed before the transport is called: a crash before the send loses the report "
         "while it looks delivered.",
         ["delivery-never-confirmed-unsent"],
@@ -343,36 +343,82 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "delivery-forgets-receipt", "ch07_unit_b",
-        [Edit("deliver_one", "\"UPDATE report SET delivery = 'confirmed', receipt = ? WHERE report_id = ?\"",
-              "\"UPDATE report SET receipt = ? WHERE report_id = ?\"")],
+        [Edit("deliver_one", "\"UPDATE report SET delivery = 'confirmed', receipt = ? WHERE report_id = ? AND delivery = 'sending'\"",
+              "\"UPDATE report SET receipt = ? WHERE report_id = ? AND delivery = 'sending'\"")],
         "Answers CONFIRMED but leaves the stored report 'sending': the outbox never learns it was delivered.",
         ["delivery-confirmed"],
         "The disposition you return and the one you store must be the same fact.",
     ),
     _case(
         "refusal-stored-as-unknown", "ch07_unit_b",
-        [Edit("deliver_one", "            tx.execute(\"UPDATE report SET delivery = 'pending' WHERE report_id = ?\", (row[\"report_id\"],))\n"
-              "            return Disposition.REFUSED",
-              "            tx.execute(\"UPDATE report SET delivery = 'unknown' WHERE report_id = ?\", (row[\"report_id\"],))\n"
-              "            return Disposition.REFUSED")],
+        [Edit("deliver_one", "\"UPDATE report SET delivery = 'pending', due_at = ? WHERE",
+              "\"UPDATE report SET delivery = 'unknown', due_at = ? WHERE")],
         "Files a known refusal as UNKNOWN, so a report that was certainly not sent is never sent.",
         ["delivery-refused-retry"],
         "Refused is knowledge, not uncertainty: nothing was sent, so sending again is safe.",
     ),
     _case(
         "delivery-resends-unknown", "ch07_unit_b",
-        [Edit("deliver_one", "WHERE delivery = 'pending' ORDER BY rowid LIMIT 1",
-              "WHERE delivery IN ('pending', 'unknown', 'sending') ORDER BY rowid LIMIT 1")],
+        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\"",
+              "\"WHERE delivery IN ('pending', 'unknown', 'sending') AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\"")],
         "Treats UNKNOWN (and in-flight) reports as sendable, so a lost reply becomes a second send.",
         ["lost-reply-unknown", "delivery-crash-after-accept"],
         "UNKNOWN is not permission to resend: the first send may have arrived.",
     ),
     _case(
         "fresh-idempotency-key", "ch07_unit_b",
-        [Edit("deliver_one", "idempotency_key=row[\"report_id\"]", "idempotency_key=__import__(\"uuid\").uuid4().hex")],
+        [Edit("deliver_one", "idempotency_key=policy.key(report_id)", "idempotency_key=__import__(\"uuid\").uuid4().hex")],
         "Makes a new idempotency key for every attempt, so the service sees each retry as a new message.",
         ["idempotency-key-stable", "reconcile-unknown"],
         "A key names the message, not the attempt.",
+    ),
+    _case(
+        "poison-report", "ch07_unit_b",
+        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\",\n"
+              "            (policy.now(),),",
+              "\"WHERE delivery = 'pending' ORDER BY rowid LIMIT 1\","),
+         Edit("deliver_one", "            due = policy.next_due(row[\"attempts\"] + 1, outcome)\n            if due is None:",
+              "            due = policy.now()\n            if due is None:")],
+        "Always takes the oldest pending report and puts every refusal straight back: a report the service always "
+        "refuses is taken on every call, and the reports behind it are never sent.",
+        ["delivery-no-poison"],
+        "One report must never hold up another: retry when it is due, and give up when retrying cannot help.",
+    ),
+    _case(
+        "retry-for-ever", "ch07_unit_b",
+        [Edit("deliver_one", "            due = policy.next_due(row[\"attempts\"] + 1, outcome)\n",
+              "            due = policy.next_due(1, outcome) or policy.now() + 60\n")],
+        "Backs off, but never gives up: a chat that blocked the bot is asked again every minute for ever, and no "
+        "report ever reaches 'failed' where a person would see it.",
+        ["delivery-no-poison"],
+        "A permanent refusal will not change; a retryable one that keeps failing needs a person, not another try.",
+    ),
+    _case(
+        "per-attempt-key", "ch07_unit_b",
+        [Edit("deliver_one", "idempotency_key=policy.key(report_id)",
+              "idempotency_key=policy.key(f\"{report_id}-{row['attempts'] + 1}\")")],
+        "Numbers the key by attempt (r-1-1-1, r-1-1-2, …): each retry is a new message to the service, and "
+        "reconcile's look-up by the report's key finds nothing.",
+        ["idempotency-key-stable", "reconcile-unknown"],
+        "A key names the message, not the attempt, however tidy the attempt number looks.",
+    ),
+    _case(
+        "key-without-namespace", "ch07_unit_b",
+        [Edit("deliver_one", "idempotency_key=policy.key(report_id)", "idempotency_key=report_id"),
+         Edit("reconcile", "transport.lookup(policy.key(row[\"report_id\"]))", "transport.lookup(row[\"report_id\"])")],
+        "Uses the bare report id as the key: a second store's r-1-1 looks like a replay of the first store's, and the "
+        "service never delivers it.",
+        ["idempotency-key-stable"],
+        "A key must be unique at the service, not only in your table: put the store's name in front.",
+    ),
+    _case(
+        "requeue-ignores-row-count", "ch07_unit_b",
+        [Edit("requeue", "    if changed != 1:\n        raise LookupError(f\"work {work_id!r} is not done, so it cannot run again\")\n",
+              "")],
+        "Guards the update on 'done' but never checks that it changed a row: requeue of running or pending work "
+        "changes nothing and says nothing.",
+        ["second-generation"],
+        "A conditional update is only a guard when you read its row count.",
     ),
     _case(
         "reconcile-by-resending", "ch07_unit_b",

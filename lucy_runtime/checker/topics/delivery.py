@@ -13,8 +13,8 @@ topic("delivery", "45–60: one send, and an honest record of it")
 
 @row("delivery-confirmed", unit="B", topic="delivery",
      covers="Step 8: claim a report for delivery, send it once, and retain the confirmed disposition",
-     hint="deliver_one: in one transaction pick a 'pending' report and mark it 'sending'; send it; then record "
-          "'confirmed' with the receipt. Return Disposition.NOTHING_TO_SEND when nothing is pending.")
+     hint="deliver_one: in one transaction pick the oldest 'pending' report that is due and mark it 'sending'; send "
+          "it; then record 'confirmed' with the receipt. Return Disposition.NOTHING_TO_SEND when nothing is due.")
 def delivery_confirmed(h: Harness) -> str:
     s = h.scenario("deliver")
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
@@ -39,8 +39,9 @@ def delivery_confirmed(h: Harness) -> str:
 
 
 @row("delivery-refused-retry", unit="B", topic="delivery",
-     covers="A known refusal is not a send: the report stays deliverable and goes out once on a later try",
-     hint="On Refused, put the report back to 'pending' (the service said no, so nothing was sent).")
+     covers="A retryable refusal is not a send: the report waits until policy.next_due, then goes out once",
+     hint="On a retryable Refused, put the report back to 'pending' with due_at = policy.next_due(attempts, "
+          "refusal), and pick only reports whose due_at has come (due_at <= policy.now()).")
 def delivery_refused_retry(h: Harness) -> str:
     s = h.scenario("refused")
     source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
@@ -48,15 +49,67 @@ def delivery_refused_retry(h: Harness) -> str:
     def script(c: Ctx):
         seeded(c, source, session, text, marker)
         transport = c.transport([Behaviour.REFUSE])
-        return [c.deliver_one(transport), c.deliver_one(transport), c.deliver_one(transport)]
+        early = [c.deliver_one(transport), c.deliver_one(transport)]
+        c.clock.advance(c.policy.max_delay)
+        return early + [c.deliver_one(transport), c.deliver_one(transport)]
 
-    answers = ok(s.run(script), "delivering to a service that refuses once")
-    expect(answers == ["refused", "confirmed", "nothing to send"], f"three deliveries answered {answers}")
+    answers = ok(s.run(script), "delivering to a service that refuses once, asking to wait 30 seconds")
+    expect(answers[:1] == ["refused"], f"a retryable refusal was answered {answers[:1]}")
+    expect(answers[1] == "nothing to send", f"right after the refusal, deliver_one answered {answers[1]!r}: "
+           "the report went out again before it was due",
+           "After a refusal store due_at = policy.next_due(...), and pick only reports with due_at <= policy.now().")
+    expect(answers[2:] == ["confirmed", "nothing to send"], f"once the wait was over, deliveries answered {answers[2:]}")
     snap = seen(s.observe())
     expect(len(snap.accepted) == 1 and snap.reports[0]["delivery"] == "confirmed",
            f"{len(snap.accepted)} accepted sends; report {snap.reports[0]['delivery']!r}")
-    return "refused, then sent once and confirmed"
+    return "refused, not tried again before it was due, then sent once and confirmed"
 
+
+@row("delivery-no-poison", unit="B", topic="delivery",
+     covers="No poison report: a report refused on every try never holds up the next one; a permanent refusal, or "
+            "a retryable one past the attempt cap, ends 'failed'",
+     hint="Take the oldest report that is due, not the oldest pending one; when policy.next_due(attempts, refusal) "
+          "answers None, mark the report 'failed' and return Disposition.FAILED.")
+def delivery_no_poison(h: Harness) -> str:
+    s = h.scenario("poison")
+    limited, blocked, fine = h.distinct(h.session_id)
+    marker = h.token()
+
+    def script(c: Ctx):
+        ids = {}
+        for session in (limited, blocked, fine):
+            ids[session] = str(seeded(c, h.source_id(), session, h.text(), marker)["report_id"])
+        transport = c.transport(sessions={limited: Behaviour.REFUSE, blocked: Behaviour.REFUSE_PERMANENTLY})
+        answers = []
+        for _ in range(50):
+            answers.append(c.deliver_one(transport))
+            c.clock.advance(10)
+        return ids, answers, c.policy.max_attempts
+
+    ids, answers, cap = ok(s.run(script), "fifty deliveries, ten seconds apart: one chat always rate limited, one "
+                                         "that blocked the bot, one that works")
+    snap = seen(s.observe())
+    tries = {session: [n for n, r in enumerate(snap.requests) if str(r["report_id"]) == ids[session]]
+             for session in ids}
+    expect([str(a["report_id"]) for a in snap.accepted] == [ids[fine]],
+           f"the service accepted {[a['report_id'] for a in snap.accepted]}; only {ids[fine]} could be sent, and it "
+           "must go out although the reports before it are refused every time")
+    expect(len(tries[limited]) < 2 or tries[fine][0] < tries[limited][1],
+           f"{ids[limited]} was tried again before {ids[fine]} was sent once: a refused report held up the next one",
+           "A refused report is not due again until policy.next_due says so; take the oldest report that is due.")
+    expect(len(tries[blocked]) == 1, f"{ids[blocked]} was refused for good and tried {len(tries[blocked])} times",
+           "A Refused with retryable=False will never succeed: policy.next_due answers None, so mark it 'failed'.")
+    expect(2 <= len(tries[limited]) <= cap,
+           f"{ids[limited]} was tried {len(tries[limited])} times; a retryable refusal is tried again, at most "
+           f"{cap} times in all (policy.max_attempts)",
+           "Count the attempts in the report row and pass the count, this attempt included, to policy.next_due.")
+    states = {session: next(r["delivery"] for r in snap.reports if str(r["report_id"]) == ids[session])
+              for session in ids}
+    expect(states == {limited: "failed", blocked: "failed", fine: "confirmed"},
+           f"the reports ended as {list(states.values())}, not failed, failed, confirmed")
+    expect(answers.count("failed") == 2, f"deliver_one answered 'failed' {answers.count('failed')} times, not 2")
+    return (f"{ids[fine]} went out while the others were refused; the blocked chat failed after one try, the rate "
+            f"limited one after {len(tries[limited])}")
 
 @row("lost-reply-unknown", unit="B", topic="delivery",
      covers="Fake service accepts r1 but loses its response → one externally accepted send, local UNKNOWN, "

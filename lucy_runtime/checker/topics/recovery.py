@@ -12,10 +12,11 @@ topic("generation", "a second terminal generation")
 
 
 @row("reconcile-unknown", unit="B", topic="recovery",
-     covers="Recovery policy for UNKNOWN: reconcile by the report's own key against an idempotent service; "
-            "no second send",
-     hint="reconcile: for each 'unknown' (or 'sending') report, transport.lookup(report_id); a receipt means "
-          "'confirmed'. Send with idempotency_key=report_id so the key names the report, not the attempt.")
+     covers="Recovery policy for UNKNOWN: reconcile by the report's own key against an idempotent service; a missing "
+            "receipt goes back to pending and the retry, under the same key, sends nothing twice",
+     hint="reconcile: for each 'unknown' (or 'sending') report, transport.lookup(policy.key(report_id)); a receipt "
+          "means 'confirmed', none means 'pending' again. Send with idempotency_key=policy.key(report_id), so the key "
+          "names the report, not the attempt.")
 def reconcile_unknown(h: Harness) -> str:
     s = h.scenario("reconcile")
     sources = [h.source_id(), h.source_id()]
@@ -24,39 +25,51 @@ def reconcile_unknown(h: Harness) -> str:
     def script(c: Ctx):
         for src in sources:
             seeded(c, src, session, text, marker)
-        lossy = c.transport([Behaviour.LOSE_REPLY, Behaviour.REFUSE], idempotent=True)
+        lossy = c.transport([Behaviour.LOSE_REPLY, Behaviour.SERVER_ERROR], idempotent=True)
         first = [c.deliver_one(lossy), c.deliver_one(lossy)]
         confirmed = c.reconcile(c.transport([], idempotent=True))
         after = [c.deliver_one(c.transport([], idempotent=True)) for _ in range(2)]
         return first, confirmed, after
 
-    first, confirmed, after = ok(s.run(script), "a lost reply, a refusal, then reconcile")
-    expect(first == ["unknown", "refused"], f"the two deliveries answered {first}")
+    first, confirmed, after = ok(s.run(script), "a lost reply, a server error that sent nothing, then reconcile")
+    expect(first == ["unknown", "unknown"], f"a lost reply and a 500 were answered {first}, not unknown twice")
     expect(confirmed == 1, f"reconcile confirmed {confirmed} reports; the service had accepted exactly one")
     snap = seen(s.observe())
     expect(len(snap.accepted) == 2, f"the service accepted {len(snap.accepted)} sends for two reports")
     expect(len({a["report_id"] for a in snap.accepted}) == 2, "one report was sent twice")
     expect(all(r["delivery"] == "confirmed" for r in snap.reports), f"reports end as {[r['delivery'] for r in snap.reports]}")
-    expect(after[-1] == "nothing to send", f"deliveries after reconcile answered {after}")
+    expect(after == ["confirmed", "nothing to send"],
+           f"deliveries after reconcile answered {after}: the report the service never accepted must go out once")
     for report in snap.reports:
         sent = next(a for a in snap.accepted if str(a["report_id"]) == str(report["report_id"]))
         if "receipt" in report:
             expect(report["receipt"] == sent["remote_id"], "reconcile did not record the service's own receipt")
-    return "the UNKNOWN report was confirmed from the service's record; every report was sent exactly once"
+    return ("the UNKNOWN the service had accepted was confirmed from its record; the one it had not went out once, "
+            "under the same key")
 
 
 @row("idempotency-key-stable", unit="B", topic="recovery",
-     covers="A key derived from the report's identity, not a fresh key per attempt",
-     hint="Use the report's own id (or something derived only from it) as idempotency_key, on every attempt.")
+     covers="A key derived from the report's identity, not a fresh key per attempt, and namespaced so two stores "
+            "never share one",
+     hint="Use policy.key(report_id) as idempotency_key, on every attempt: the report's id behind the store's name.")
 def idempotency_key_stable(h: Harness) -> str:
-    s = h.scenario("keys")
+    s, other = h.scenario("keys"), h.scenario("keys-other-store")
+    other.log = s.log  # two stores, one remote service
     sources, session, text, marker = [h.source_id(), h.source_id()], h.session_id(), h.text(), h.token()
 
     def script(c: Ctx):
         for src in sources:
             seeded(c, src, session, text, marker)
         transport = c.transport([Behaviour.REFUSE, Behaviour.REFUSE], idempotent=True)
-        return [c.deliver_one(transport) for _ in range(4)]
+        answers = []
+        for _ in range(4):
+            answers.append(c.deliver_one(transport))
+            c.clock.advance(c.policy.max_delay)
+        return answers
+
+    def second_store(c: Ctx):
+        report = seeded(c, sources[0], session, text, marker)
+        return str(report["report_id"]), c.deliver_one(c.transport([], idempotent=True))
 
     ok(s.run(script), "delivering two reports through two refusals")
     snap = seen(s.observe())
@@ -68,8 +81,15 @@ def idempotency_key_stable(h: Harness) -> str:
            f"one report was sent with several keys ({[sorted(k) for k in keys.values()]}): a fresh key per attempt "
            "makes every retry look like a new message")
     expect(len({next(iter(k)) for k in keys.values()}) == len(keys), "two different reports shared one key")
-    return "every attempt for a report carried the same key, and each report its own"
-
+    report_id, answer = ok(other.run(second_store), "a second store delivers its own report to the same service")
+    first_key = next(iter(keys.get(report_id, {None})))
+    shared = seen(other.observe())
+    expect(answer == "confirmed" and any(str(a["report_id"]) == report_id and a["idempotency_key"] != first_key
+                                         for a in shared.accepted[len(snap.accepted):]),
+           f"a second store's {report_id} was answered {answer!r} by the service that had already seen the first "
+           f"store's {report_id}: both used the key {first_key!r}",
+           "Put the store's name in front of the report id: idempotency_key=policy.key(report_id).")
+    return "every attempt for a report carried the same key, each report its own, and each store its own"
 
 @row("second-generation", unit="B", topic="generation", runs_unit_a=("finish", "work_once"),
      covers="Second terminal generation legitimately creates r2 → both immutable reports remain attributable "

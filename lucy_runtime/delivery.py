@@ -1,0 +1,87 @@
+"""The delivery policy a learner's ``deliver_one`` is given: when a refused report is due again, and its key.
+
+The learner's outbox records, per report, how many attempts it has made and the time
+it is next due. This object answers the two questions an outbox should not answer
+with constants of its own:
+
+* ``next_due(attempts, refusal)``: the time to try again after a refusal, or ``None``
+  when there is no point (the refusal is permanent, or the attempts reached the cap).
+  The delay grows exponentially, is capped, has jitter (so many reports refused
+  together do not all come back in the same second), and is never shorter than the
+  ``retry_after`` the service asked for.
+* ``key(report_id)``: the idempotency key, namespaced by the store (or bot) that owns
+  the report, so two stores' ``r-1-1`` are two messages to the remote service.
+
+The clock and the random source are injected: tests and the checker pass a
+``ManualClock`` and a fixed random source, and every schedule is reproducible.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import InvalidField
+from .fields import require_id, require_int, require_number
+from .transport import Refused
+
+
+class ManualClock:
+    """A clock that moves only when told to: ``clock()`` reads it, ``advance(seconds)`` moves it."""
+
+    def __init__(self, start: float = 1_000_000.0):
+        self._now = require_number("start", start)
+
+    def __call__(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> float:
+        seconds = require_number("seconds", seconds)
+        if seconds < 0:
+            raise InvalidField("seconds", "a clock does not go back")
+        self._now += seconds
+        return self._now
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    namespace: str
+    """Who owns the reports, as the remote service should know it: a store or bot identity."""
+    max_attempts: int = 5
+    base_delay: float = 2.0
+    max_delay: float = 600.0
+    clock: Callable[[], float] = field(default=time.time, repr=False)
+    random: Callable[[], float] = field(default=_random.random, repr=False)
+
+    def __post_init__(self) -> None:
+        require_id("namespace", self.namespace)
+        require_int("max_attempts", self.max_attempts, minimum=1)
+        if require_number("base_delay", self.base_delay) <= 0:
+            raise InvalidField("base_delay", "must be more than 0 seconds")
+        if require_number("max_delay", self.max_delay) < self.base_delay:
+            raise InvalidField("max_delay", "must be at least base_delay")
+        for name in ("clock", "random"):
+            if not callable(getattr(self, name)):
+                raise InvalidField(name, "expected a function that returns a number")
+
+    def now(self) -> float:
+        return float(self.clock())
+
+    def key(self, report_id: object) -> str:
+        """The report's idempotency key: the same on every attempt, different in every other store."""
+        return require_id("idempotency key", f"{self.namespace}:{report_id}")
+
+    def next_due(self, attempts: int, refusal: Refused) -> float | None:
+        """When to try again after ``attempts`` attempts ended in ``refusal``; ``None`` means give up."""
+        require_int("attempts", attempts, minimum=1)
+        if not isinstance(refusal, Refused):
+            raise InvalidField("refusal", f"expected a Refused, got {type(refusal).__name__}")
+        if not refusal.retryable or attempts >= self.max_attempts:
+            return None
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempts - 1))
+        delay = ceiling / 2 + ceiling / 2 * float(self.random())  # "equal jitter": between half and all of it
+        if refusal.retry_after is not None:
+            delay = max(delay, refusal.retry_after)
+        return self.now() + delay

@@ -1,0 +1,61 @@
+"""The delivery policy: capped exponential backoff with jitter, retry_after honoured, namespaced keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from lucy_runtime.delivery import DeliveryPolicy, ManualClock
+from lucy_runtime.errors import InvalidField
+from lucy_runtime.transport import Refused
+
+BUSY = Refused("r-1-1", "429", retryable=True)
+
+
+def policy(jitter: float = 1.0, **settings) -> DeliveryPolicy:
+    return DeliveryPolicy("store-a", clock=ManualClock(1000.0), random=lambda: jitter, **settings)
+
+
+def test_the_wait_doubles_with_each_attempt_up_to_the_cap():
+    p = policy(base_delay=2, max_delay=10, max_attempts=9)
+    assert [p.next_due(n, BUSY) - 1000.0 for n in range(1, 6)] == [2, 4, 8, 10, 10]
+
+
+def test_jitter_spreads_the_wait_between_half_and_all_of_it():
+    assert policy(jitter=0.0, base_delay=8).next_due(1, BUSY) == 1004.0
+    assert policy(jitter=0.5, base_delay=8).next_due(1, BUSY) == 1006.0
+
+
+def test_the_wait_is_never_shorter_than_the_services_retry_after():
+    slow = Refused("r-1-1", "429", retryable=True, retry_after=45)
+    assert policy(base_delay=2).next_due(1, slow) == 1045.0
+
+
+def test_a_permanent_refusal_or_the_last_attempt_gives_up():
+    assert policy().next_due(1, Refused("r-1-1", "403", retryable=False)) is None
+    assert policy(max_attempts=3).next_due(2, BUSY) is not None
+    assert policy(max_attempts=3).next_due(3, BUSY) is None
+
+
+def test_a_key_names_the_store_and_the_report_and_nothing_else():
+    assert DeliveryPolicy("store-a").key("r-1-1") == "store-a:r-1-1"
+    assert DeliveryPolicy("store-a").key("r-1-1") != DeliveryPolicy("store-b").key("r-1-1")
+
+
+def test_the_manual_clock_moves_only_forward_when_told():
+    clock = ManualClock(5.0)
+    assert clock() == 5.0 and clock.advance(2.5) == 7.5 and clock() == 7.5
+    with pytest.raises(InvalidField, match="seconds"):
+        clock.advance(-1)
+
+
+@pytest.mark.parametrize("settings, name", [
+    ({"namespace": ""}, "namespace"),
+    ({"max_attempts": 0}, "max_attempts"),
+    ({"base_delay": 0}, "base_delay"),
+    ({"base_delay": 5, "max_delay": 1}, "max_delay"),
+    ({"clock": 3}, "clock"),
+])
+def test_bad_settings_are_refused_naming_the_field(settings, name):
+    with pytest.raises(InvalidField) as caught:
+        DeliveryPolicy(**{"namespace": "store-a", **settings})
+    assert caught.value.field == name

@@ -1,6 +1,6 @@
 """``lucy checkpoint ch07``: is this learner's chapter-7 code ready for Telegram and the clock?
 
-1. The learner's completed Unit A and B notebooks run top to bottom.
+1. The learner's completed Unit A, Unit B and practice notebooks run top to bottom.
 2. Every acceptance row holds on the learner-owned cells taken from them.
 3. The Telegram adapter (against a fake Bot API on 127.0.0.1) and the clock producer
    run end to end through the learner's own ``admit``, ``work_once`` and ``deliver_one``.
@@ -203,8 +203,8 @@ def execute_notebooks(folder: Path) -> RowResult:
     notebooks = find_notebooks(folder)
     found = sorted(p.stem for p in notebooks)
     if found != sorted(UNITS):
-        return RowResult("notebooks-run", False, f"found notebooks for {found or 'no unit'}; both units are needed",
-                         "Put your completed ch07_unit_a and ch07_unit_b folders in the folder you check.", 0.0)
+        return RowResult("notebooks-run", False, f"found notebooks for {found or 'no unit'}; all of {', '.join(UNITS)} are needed",
+                         f"Put your completed {', '.join(UNITS)} folders in the folder you check.", 0.0)
     problems = []
     with tempfile.TemporaryDirectory(prefix="lucy-checkpoint-") as scratch:
         for path in notebooks:
@@ -223,7 +223,7 @@ def execute_notebooks(folder: Path) -> RowResult:
         return RowResult("notebooks-run", False, f"{len(problems)} cells raised; first: {problems[0]}",
                          "Run each notebook with Kernel ▸ Restart Kernel and Run All Cells, and fix the first error.",
                          seconds)
-    return RowResult("notebooks-run", True, "both notebooks ran top to bottom without an error", "", seconds)
+    return RowResult("notebooks-run", True, f"all {len(UNITS)} notebooks ran top to bottom without an error", "", seconds)
 
 
 def run_checkpoint(folder: str | os.PathLike, *, execute: bool = True, seed: int | None = None) -> CheckpointReport:

@@ -43,11 +43,12 @@ def _check(args) -> int:
 def _cases(args) -> int:
     from .educator.alternatives import ALTERNATIVES
     from .educator.cases import CASES
+    from .educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 
-    for case in CASES:
+    for case in CASES + PRACTICE_CASES:
         print(f"{case.name:<28} {case.unit}  caught by: {', '.join(case.expected)}\n    {case.breaks}")
     print("\nCorrect alternatives (must get full marks):")
-    for case in ALTERNATIVES:
+    for case in ALTERNATIVES + PRACTICE_ALTERNATIVES:
         print(f"{case.name:<28} {case.breaks}")
     return 0
 

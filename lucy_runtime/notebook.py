@@ -14,7 +14,9 @@ from pathlib import Path
 
 import nbformat
 
-UNITS = ("ch07_unit_a", "ch07_unit_b")
+UNITS = ("ch07_unit_a", "ch07_unit_b", "ch07_practice")
+UNIT_NOTEBOOKS = {"A": "ch07_unit_a", "B": "ch07_unit_b", "P": "ch07_practice"}
+"""A row's unit letter -> the notebook whose cells it grades."""
 IMPORTS_CELL = "imports"
 
 

@@ -190,9 +190,11 @@ UNIT_A = "ch07_unit_a"
 
 
 def own_unit_a(folder: Path) -> list[Path]:
-    """The Unit A notebooks of the student whose Unit B runs in ``folder`` (where ``carry.py`` looks)."""
+    """The Unit A notebooks of the student whose Unit B runs in ``folder`` (where ``carry.py`` looks).
+
+    Only Unit B runs Unit A: Unit A and the practice notebook get nothing beside them."""
     parts = folder.parts
-    if len(parts) < 3 or parts[-3] not in ("autograded", "submitted") or parts[-1] == UNIT_A:
+    if len(parts) < 3 or parts[-3] not in ("autograded", "submitted") or parts[-1] != "ch07_unit_b":
         return []
     course, student = folder.parents[2], parts[-2]
     found = [course / area / student / UNIT_A / f"{UNIT_A}.ipynb" for area in ("autograded", "submitted")]

@@ -30,8 +30,7 @@ PATHLIKE = re.compile(r"^[\w.-]+(?:/[\w.-]+)+/?$|^[\w-]+\.(?:py|md|ipynb|json|cs
 # Folders that exist only after a run (nbgrader's, the build's): a path in them is an example.
 MADE_AT_RUN_TIME = ("submitted/", "autograded/", "feedback/", "build/", "artifacts/", "checkpoints/records",
                     "grades.csv", "gradebook.db")
-# Named in the book, built on the branch `practice`. Remove once it is merged.
-AWAITING_MERGE = {"source/ch07_practice/ch07_practice.ipynb", "release/ch07_practice/ch07_practice.ipynb"}
+AWAITING_MERGE: set[str] = set()  # files the book names before the branch that builds them is merged
 OTHER_NAMES = {"lucy-ch07", "lucy-grader", "jupyter-book"}  # the course id, the grading user, a tool
 
 
@@ -77,7 +76,10 @@ def _sqlite_method(name: str) -> bool:
 class Known:
     def __init__(self):
         self.rows = set(ROWS)
-        self.kebab = (self.rows | {c.name for c in CASES} | {a.name for a in ALTERNATIVES}
+        from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+
+        self.kebab = (self.rows | {c.name for c in CASES + PRACTICE_CASES + PRACTICE_ALTERNATIVES}
+                      | {a.name for a in ALTERNATIVES}
                       | {t.name for t in TAMPERS} | subcommands() | _make_targets() | OTHER_NAMES)
         self.functions = _defined_names()
         self.subcommands = subcommands()

@@ -11,6 +11,7 @@ import pytest
 
 from lucy_runtime.educator.cases import Case, Edit, by_name
 from lucy_runtime.educator.verify import _filled
+from lucy_runtime.notebook import UNITS
 
 from .conftest import REPO
 
@@ -19,7 +20,7 @@ NOOP_ADMIT = Case("noop-admit", "ch07_unit_a", (Edit("admit", None, "return Admi
 
 
 def learner_folder(tmp_path, case=None):
-    for unit in ("ch07_unit_a", "ch07_unit_b"):
+    for unit in UNITS:
         source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
         release = nbformat.read(str(REPO / "release" / unit / f"{unit}.ipynb"), as_version=4)
         (tmp_path / unit).mkdir()
@@ -60,4 +61,4 @@ def test_the_checkpoint_says_when_a_unit_is_missing(tmp_path):
 
     shutil.rmtree(folder / "ch07_unit_b")
     done = checkpoint(folder)
-    assert done.returncode == 1 and "both units are needed" in done.stdout
+    assert done.returncode == 1 and "all of ch07_unit_a, ch07_unit_b, ch07_practice are needed" in done.stdout

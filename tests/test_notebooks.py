@@ -25,7 +25,7 @@ def release_of(unit: str) -> Path:
 
 
 def test_both_units_are_there():
-    assert UNITS == ["ch07_unit_a", "ch07_unit_b"]
+    assert UNITS == ["ch07_practice", "ch07_unit_a", "ch07_unit_b"]
 
 
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
@@ -103,7 +103,7 @@ def test_hidden_tests_hold_only_a_grade_call_for_an_existing_row(notebook):
         assert row_of(grade_id) in ROWS and points > 0
 
 
-@pytest.mark.parametrize("unit, letter", [("ch07_unit_a", "A"), ("ch07_unit_b", "B")])
+@pytest.mark.parametrize("unit, letter", [("ch07_unit_a", "A"), ("ch07_unit_b", "B"), ("ch07_practice", "P")])
 def test_every_row_of_a_unit_has_exactly_one_graded_cell(unit, letter):
     nb = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
     graded = [row_of(g) for g in graded_test_cells(nb)]

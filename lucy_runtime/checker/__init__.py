@@ -22,7 +22,7 @@ from .stub import is_release_stub
 
 
 def select_rows(topic: str) -> list[Row]:
-    """Rows by id, by topic, by unit ('A', 'B') or 'all'."""
+    """Rows by id, by topic, by unit ('A', 'B', 'P' for the practice notebook) or 'all'."""
     if topic in ROWS:
         return [ROWS[topic]]
     if topic == "all":
@@ -30,15 +30,17 @@ def select_rows(topic: str) -> list[Row]:
     unit = topic.upper().removeprefix("UNIT-").removeprefix("UNIT ")
     chosen = [r for r in ROWS.values() if r.topic == topic or r.unit == unit]
     if not chosen:
-        known = ", ".join(sorted(TOPICS) + ["A", "B", "all"])
+        known = ", ".join(sorted(TOPICS) + ["A", "B", "P", "all"])
         raise KeyError(f"no rows for {topic!r}; try one of: {known}, or a row id from `lucy rows`")
     return chosen
 
 
 def rows_for_cells(topic: str, cells: list[tuple[str, str]]) -> list[Row]:
     """The rows for ``topic`` whose unit has cells among ``cells`` (named ``unit:grade_id``)."""
+    from ..notebook import UNIT_NOTEBOOKS
+
     units = {name.split(":")[0] for name, _ in cells}
-    return [r for r in select_rows(topic) if f"ch07_unit_{r.unit.lower()}" in units]
+    return [r for r in select_rows(topic) if UNIT_NOTEBOOKS[r.unit] in units]
 
 
 def run_row(row: Row, harness: Harness) -> RowResult:

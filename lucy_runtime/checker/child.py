@@ -150,6 +150,11 @@ def report_point(kind: str, sql: str) -> None:
         raise InjectedFault("disk I/O error (injected by the checker)")
 
 
+def supervised() -> bool:
+    """True in a child process the checker (or a notebook experiment) supervises."""
+    return _channel is not None
+
+
 def request_stop() -> None:
     """The process dies here, killed by the parent, with nothing flushed or closed."""
     if _channel is not None:

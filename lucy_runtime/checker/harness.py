@@ -255,13 +255,13 @@ class Scenario:
         self._fresh = True
 
     def _child(self, script: Callable[[Ctx], Any]) -> Callable[[], Any]:
-        make_schema, self._fresh = self._fresh, False
-        learner = self.harness.learner
+        make_schema, self._fresh = self._fresh and self.harness.schema is not None, False
+        learner, schema = self.harness.learner, self.harness.schema
 
         def child() -> Any:
             ctx = Ctx(self, learner.namespace())
             if make_schema:
-                ctx.fn("create_schema")(ctx.store)
+                ctx.fn(schema)(ctx.store)
             return script(ctx)
 
         return child
@@ -288,8 +288,10 @@ class Scenario:
 class Harness:
     """One grading run: a scratch folder, the learner's code and values made up now."""
 
-    def __init__(self, learner: LearnerCode, *, seed: int | None = None, timeout: float = 5.0, workdir: Path | None = None):
+    def __init__(self, learner: LearnerCode, *, seed: int | None = None, timeout: float = 5.0, workdir: Path | None = None,
+                 schema: str | None = "create_schema"):
         self.learner = learner
+        self.schema = schema  # the learner function each scenario's first run calls with the store; None: none
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
         # Load the price table once here, so forked children inherit it instead of importing pandas each.

@@ -20,6 +20,7 @@ from ..course import REPO, GradedSubmission, ScratchCourse, row_of
 from ..notebook import is_learner_owned, nbgrader_meta
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
+from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 from .tampers import TAMPERS, Tamper
 
 
@@ -253,7 +254,8 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
     return Handback(len(html), csv, len(grades)), problems
 
 
-def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = ALTERNATIVES,
+def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
+           alternatives: tuple[Case, ...] = ALTERNATIVES + PRACTICE_ALTERNATIVES,
            tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
            workers: int = 2, feedback: bool = True) -> VerifyReport:
     """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.

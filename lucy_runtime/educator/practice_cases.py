@@ -1,0 +1,146 @@
+"""The practice notebook's known-bad implementations, and correct ones arranged differently.
+
+Each is an edit of one reference cell of ``source/ch07_practice`` (``cases.Edit``), so
+no case is a second copy of the solution. ``PRACTICE_CASES`` must each lose the points
+of the rows named in ``expected``; ``PRACTICE_ALTERNATIVES`` must get full marks.
+"""
+
+from __future__ import annotations
+
+from .cases import Case, Edit, _case
+
+UNIT = "ch07_practice"
+
+PRACTICE_CASES: tuple[Case, ...] = (
+    _case(
+        "practice-per-attempt-key", UNIT,
+        [Edit("grant_seat", "idempotency_key=key)", "idempotency_key=f\"{key}:{attempt}\")")],
+        "grant_seat makes a new idempotency key for every attempt: a lost answer and its retry grant two seats.",
+        ["practice-grant-at-most-once"],
+        "A key names the request, not the attempt. With a key per attempt every retry is a new grant.",
+    ),
+    _case(
+        "practice-retry-timeout-without-key", UNIT,
+        [Edit("grant_seat", "idempotency_key=key)", "idempotency_key=None)")],
+        "grant_seat retries a timeout with no key at all: the service cannot tell a retry from a new request.",
+        ["practice-grant-at-most-once"],
+        "A timeout means unknown. Retrying an unknown POST is safe only when the service can recognise the retry.",
+    ),
+    _case(
+        "practice-409-is-a-failure", UNIT,
+        [Edit("grant_seat", "answer.status in (201, 409)", "answer.status == 201")],
+        "grant_seat refuses on 409, although 409 says the seat was granted earlier under this key.",
+        ["practice-grant-at-most-once"],
+        "A replayed key's 409 is the answer the lost 201 would have been.",
+    ),
+    _case(
+        "practice-retry-everything", UNIT,
+        [Edit("grant_seat", "elif answer.status not in (429, 503):", "elif False:")],
+        "grant_seat retries 400 and 403 as if they were temporary.",
+        ["practice-grant-error-classes"],
+        "A request that can never work only gets slower with retries: tell the error classes apart.",
+    ),
+    _case(
+        "practice-timeout-is-failure", UNIT,
+        [Edit("grant_seat", "            unanswered = True\n",
+              "            return GrantResult(SeatOutcome.REFUSED, None, attempt)\n")],
+        "grant_seat treats a timeout as a refusal and stops: the seat the service granted is never reported.",
+        ["practice-grant-error-classes"],
+        "No answer is not 'no'. A timeout after the service committed is a success nobody heard about.",
+    ),
+    _case(
+        "practice-no-jitter", UNIT,
+        [Edit("grant_seat", "sleep(rng.uniform(0, min(8.0, 0.1 * 2 ** attempt)))", "sleep(min(8.0, 0.1 * 2 ** attempt))")],
+        "grant_seat backs off exponentially with no jitter: clients that failed together retry together.",
+        ["practice-grant-backoff"],
+        "The synchronized herd: without a random part, backoff moves the spike instead of spreading it.",
+    ),
+    _case(
+        "practice-uncapped-retries", UNIT,
+        [Edit("grant_seat", "for attempt in range(1, max_attempts + 1):", "for attempt in range(1, 8):")],
+        "grant_seat ignores max_attempts and always tries seven times.",
+        ["practice-grant-backoff"],
+        "A retry budget belongs to the caller: a client that ignores it turns one outage into a longer one.",
+    ),
+    _case(
+        "practice-status-before-publish", UNIT,
+        [Edit("publish_one", "\"UPDATE outbox SET status = 'publishing', attempts",
+              "\"UPDATE outbox SET status = 'sent', attempts")],
+        "publish_one writes 'sent' before the broker has the message, as the buggy worker did.",
+        ["practice-in-flight-resume", "practice-publish-sweep"],
+        "Record what you know when you know it: 'sent' needs the broker's answer.",
+    ),
+    _case(
+        "practice-publish-per-attempt-key", UNIT,
+        [Edit("publish_one", "broker.publish(row[\"row_id\"], row[\"payload\"])",
+              "broker.publish(f\"{row['row_id']}-{__import__('uuid').uuid4().hex[:8]}\", row[\"payload\"])")],
+        "publish_one keys each publish with a fresh suffix: a resumed row is published twice.",
+        ["practice-in-flight-resume", "practice-publish-sweep"],
+        "The broker dedupes on the key. A key that changes per attempt turns a safe resume into a duplicate.",
+    ),
+    _case(
+        "practice-hook-never-fires", UNIT,
+        [Edit("kill_after_status_write", None, "return None")],
+        "The kill hook does nothing: the worker runs cleanly and the table looks fine.",
+        ["practice-kill-window"],
+        "A clean run proves nothing about the gap. The evidence is the stranded row.",
+    ),
+    _case(
+        "practice-hook-stops-at-any-commit", UNIT,
+        [Edit("kill_after_status_write", None, "if kind == \"committed\":\n    stop_here()")],
+        "The kill hook stops at the first commit it sees, before the worker ever ran.",
+        ["practice-kill-window"],
+        "The hook must place the kill inside the gap you are looking for, not just anywhere.",
+    ),
+    _case(
+        "practice-reconcile-from-ledger", UNIT,
+        [Edit("recover_cases", "        receipt = service.lookup(key)\n", "        receipt = None\n")],
+        "recover_cases resends every stranded row without asking the service: a second request for work it had done.",
+        ["practice-recover-from-receipt"],
+        "The ledger says what you meant to do; only the service knows what it did. Ask it first.",
+    ),
+    _case(
+        "practice-trust-the-ledger", UNIT,
+        [Edit("recover_cases", None,
+              "with store.transaction() as tx:\n"
+              "    return tx.execute(\"UPDATE ledger SET receipt = 'assumed' WHERE intent = 'sent' AND receipt IS NULL\").rowcount")],
+        "recover_cases takes 'sent' in the ledger as proof: no receipt from the service, and a request that never "
+        "arrived is never sent.",
+        ["practice-recover-from-receipt", "practice-recover-sweep"],
+        "An intent is not an outcome. A case whose request was lost would wait forever.",
+    ),
+)
+
+_PUBLISH_RETURNING = '''with store.transaction() as tx:
+    row = tx.execute(
+        "UPDATE outbox SET status = 'in_flight', attempts = attempts + 1 WHERE row_id = "
+        "(SELECT row_id FROM outbox WHERE status != 'sent' ORDER BY rowid LIMIT 1) RETURNING row_id, payload"
+    ).fetchone()
+if row is None:
+    return None
+ack = broker.publish(row[0], row[1])
+with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'in_flight'", (row[0],))
+return ack'''
+
+_GRANT_EQUAL_JITTER = '''retry_later, done = {429, 503}, {201, 409}
+heard_nothing = False
+for attempt in range(max_attempts):
+    if attempt:
+        ceiling = min(5.0, 0.2 * 2 ** (attempt - 1))
+        sleep(ceiling / 2 + rng.random() * ceiling / 2)
+    answer = service.post_grant(event.workspace_id, event.user_id, idempotency_key=event.request_id)
+    if isinstance(answer, Answered) and answer.status in done:
+        return GrantResult(SeatOutcome.GRANTED, answer.seat_id, attempt + 1)
+    if isinstance(answer, Answered) and answer.status not in retry_later:
+        return GrantResult(SeatOutcome.REFUSED, None, attempt + 1)
+    heard_nothing = heard_nothing or isinstance(answer, NoAnswer)
+return GrantResult(SeatOutcome.UNKNOWN if heard_nothing else SeatOutcome.EXHAUSTED, None, max_attempts)'''
+
+PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
+    Case("practice-publish-update-returning", UNIT, (Edit("publish_one", None, _PUBLISH_RETURNING),),
+         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'.", (), ""),
+    Case("practice-grant-equal-jitter", UNIT, (Edit("grant_seat", None, _GRANT_EQUAL_JITTER),),
+         "The request id itself as the key, pauses before each retry with 'equal jitter', status classes as sets.",
+         (), ""),
+)

@@ -1,0 +1,69 @@
+"""The practice rows' observer, reading side: what a fresh process finds on disk.
+
+``lucy_runtime.checker.practice_observe.observe_practice`` runs this module as
+``python -m lucy_runtime.practice.observer`` with a JSON list of ``{"db": …, "log": …}``
+on standard input. It never imports learner code nor the checker: the outbox and the
+ledger are read from the database file, and the broker's messages, the seats and the
+case service's actions from the log file only that fake writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from contextlib import closing
+
+from .service_log import read_rows
+
+_LEARNER_TABLES = {"outbox": ("row_id", "payload", "status"), "ledger": ("case_id", "intent", "receipt")}
+
+
+def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {name: [] for name in _LEARNER_TABLES}
+    if not os.path.exists(db):
+        problems.append("the database file does not exist: nothing was ever committed to it")
+        return found
+    with closing(sqlite3.connect(db, timeout=10)) as conn:  # not mode=ro: see service_log.read_rows
+        for table, columns in _LEARNER_TABLES.items():
+            try:
+                rows = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
+            except sqlite3.OperationalError as error:
+                problems.append(f"the {table} table cannot be read ({error})")
+                continue
+            found[table] = [dict(zip(columns, row)) for row in rows]
+    return found
+
+
+def _has(log: str, table: str) -> bool:
+    return bool(read_rows(log, f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{table}'"))
+
+
+def snapshot(db: str, log: str) -> dict:
+    """The learner's two tables, and whichever fake's record ``log`` holds (the others read as empty)."""
+    problems: list[str] = []
+    tables = _learner_rows(db, problems)
+    broker, cases = _has(log, "message"), _has(log, "action")
+    return {
+        "outbox": tables["outbox"], "ledger": tables["ledger"], "problems": problems,
+        "messages": [dict(zip(("offset", "key", "body"), r))
+                     for r in read_rows(log, "SELECT offset, key, body FROM message ORDER BY offset")],
+        "publishes": [k for (k,) in read_rows(log, "SELECT key FROM request ORDER BY seq")] if broker else [],
+        "seats": [dict(zip(("seat_id", "workspace_id", "user_id", "key"), r)) for r in read_rows(
+            log, "SELECT seat_id, workspace_id, user_id, idempotency_key FROM seat ORDER BY rowid")],
+        "posts": [dict(zip(("user_id", "key", "behaviour", "status"), r)) for r in read_rows(
+            log, "SELECT user_id, idempotency_key, behaviour, status FROM post ORDER BY seq")],
+        "actions": [dict(zip(("receipt_id", "key"), r)) for r in read_rows(
+            log, "SELECT receipt_id, key FROM action ORDER BY rowid")],
+        "case_requests": [dict(zip(("verb", "key"), r)) for r in read_rows(
+            log, "SELECT verb, key FROM request ORDER BY seq")] if cases else [],
+    }
+
+
+def main() -> None:
+    json.dump([snapshot(t["db"], t["log"]) for t in json.load(sys.stdin)], sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

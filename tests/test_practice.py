@@ -1,0 +1,82 @@
+"""The practice notebook's rows hold on its reference, catch each practice case, and pass correct alternatives."""
+
+from __future__ import annotations
+
+import pytest
+
+from lucy_runtime.checker import SourceLearner, run_rows, select_rows
+from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+from lucy_runtime.notebook import learner_cells
+
+from .conftest import REPO, learner_with
+
+PRACTICE_ROWS = [r for r in ROWS.values() if r.unit == "P"]
+
+
+@pytest.fixture(scope="module")
+def practice_cells() -> list[tuple[str, str]]:
+    unit = REPO / "source" / "ch07_practice" / "ch07_practice.ipynb"
+    return [(f"{c.unit}:{c.grade_id}", c.source) for c in learner_cells(unit)]
+
+
+def test_every_practice_row_holds_on_the_reference_alone(practice_cells):
+    report = run_rows(learner_with(practice_cells), PRACTICE_ROWS, seed=23)
+    assert {r.row_id: r.observation for r in report.results if not r.passed} == {}
+    assert len(PRACTICE_ROWS) == 8 and report.crash_points > 0
+
+
+def test_every_practice_row_is_expected_to_catch_a_named_practice_case():
+    caught = {row for case in PRACTICE_CASES for row in case.expected}
+    assert [r.id for r in PRACTICE_ROWS if r.id not in caught] == []
+
+
+def test_the_issue_s_four_cases_are_there():
+    names = {c.name for c in PRACTICE_CASES}
+    assert {"practice-per-attempt-key", "practice-retry-timeout-without-key", "practice-status-before-publish",
+            "practice-reconcile-from-ledger"} <= names and len(names) == len(PRACTICE_CASES)
+
+
+@pytest.mark.parametrize("case", PRACTICE_CASES, ids=lambda c: c.name)
+def test_each_practice_case_fails_the_rows_expected_to_catch_it(practice_cells, case):
+    report = run_rows(learner_with(practice_cells, case), [ROWS[r] for r in case.expected], seed=29)
+    assert [r.row_id for r in report.results if r.passed] == [], case.name
+
+
+@pytest.mark.parametrize("alternative", PRACTICE_ALTERNATIVES, ids=lambda c: c.name)
+def test_a_correct_practice_alternative_passes_every_practice_row(practice_cells, alternative):
+    report = run_rows(learner_with(practice_cells, alternative), PRACTICE_ROWS, seed=31)
+    assert {r.row_id: r.observation for r in report.results if not r.passed} == {}
+
+
+def test_the_blank_release_is_not_written_yet_on_every_practice_row():
+    released = REPO / "release" / "ch07_practice" / "ch07_practice.ipynb"
+    cells = [(f"{c.unit}:{c.grade_id}", c.source) for c in learner_cells(released)]
+    report = run_rows(SourceLearner(cells), PRACTICE_ROWS, seed=37)
+    assert not any(r.passed for r in report.results)
+    assert all("not written yet" in r.observation for r in report.results), report
+
+
+def test_the_practice_cells_bind_no_name_of_units_a_and_b(reference_cells):
+    """``lucy check`` and the checkpoint run every notebook's cells in one namespace: nothing may shadow."""
+    def names(unit: str) -> set[str]:
+        bound = SourceLearner([c for c in reference_cells if c[0].startswith(unit + ":")]).namespace()
+        return {name for name in bound if not name.startswith("__")}
+
+    plain = set(SourceLearner([]).namespace())
+    practice = names("ch07_practice") - plain
+    assert practice and practice & (names("ch07_unit_a") | names("ch07_unit_b")) == set()
+
+
+def test_check_selects_the_practice_rows_by_unit_and_by_topic():
+    assert [r.id for r in select_rows("P")] == [r.id for r in PRACTICE_ROWS]
+    assert {r.id for r in select_rows("grant")} == {"practice-grant-at-most-once", "practice-grant-error-classes",
+                                                   "practice-grant-backoff"}
+
+
+def test_the_practice_rubric_names_every_practice_row_and_each_red_flag_of_the_review():
+    rubric = (REPO / "chapters" / "ch07" / "practice-rubric.md").read_text(encoding="utf-8")
+    assert [r.id for r in PRACTICE_ROWS if f"`{r.id}`" not in rubric] == []
+    flags = ["per-attempt key", "check-then-act", "swallowed compensation", "no jitter", "minimum throughput",
+             "unaudited refusal", "exactly-once claim"]
+    assert [flag for flag in flags if flag not in rubric] == []

@@ -8,6 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
+POSTGRES := $(VENV)/.postgres
 
 .PHONY: demo test test-fast lab formgrader release check mutation bench clean help
 
@@ -22,7 +23,8 @@ help:
 	@echo "make release        regenerate release/ from source/ with nbgrader"
 	@echo "make check          run every acceptance row against the reference in source/"
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
-	@echo "make bench          time the checker's rows and crash points"
+	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the queue"
+	@echo "                    (artifacts/bench.json)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,10 +48,17 @@ $(SANDBOX): $(STAMP)
 	  else echo "Without bubblewrap, learner code is graded unsandboxed: sudo apt-get install -y bubblewrap"; fi; }
 	touch $(SANDBOX)
 
+# The PostgreSQL gradebook test starts Debian's postgresql on loopback in a temporary folder.
+$(POSTGRES): $(STAMP)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "The PostgreSQL gradebook test needs Debian's postgresql: sudo apt-get install -y postgresql"; exit 1; fi; }
+	touch $(POSTGRES)
+
 demo: $(STAMP) $(SANDBOX)
 	$(BIN)/lucy demo
 
-test: $(STAMP) $(BROWSER) $(SANDBOX)
+test: $(STAMP) $(BROWSER) $(SANDBOX) $(POSTGRES)
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)
@@ -74,7 +83,7 @@ mutation: $(STAMP)
 	$(BIN)/lucy mutation-score --json artifacts/mutation-score.json
 
 bench: $(STAMP)
-	$(BIN)/lucy bench
+	$(BIN)/lucy bench --json artifacts/bench.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

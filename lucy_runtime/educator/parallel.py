@@ -125,9 +125,9 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     started = time.monotonic()
     cluster = None
     if scheduler is None:
-        # Each job is a process of its own, so worker threads are enough; no dashboard, loopback only.
-        cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None,
-                               host="127.0.0.1")
+        # Each job is a process of its own, so worker threads are enough: the cluster lives in this
+        # process and talks in-process, with no port and no dashboard.
+        cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
     outcomes = []
     try:
         with Client(cluster if cluster is not None else scheduler) as client:

@@ -144,9 +144,16 @@ def _bench(args) -> int:
     return 1 if report.problems else 0
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
-    from .educator.parallel import NothingToGrade, autograde_class
+    from .educator.parallel import autograde_class
+    from .errors import LucyError
 
     def progress(outcome, done: int, total: int) -> None:
         bar = "#" * (30 * done // total)
@@ -156,7 +163,7 @@ def _autograde(args) -> int:
     try:
         result = autograde_class(Path(args.course), args.assignment, jobs=args.jobs, scheduler=args.scheduler,
                                  timeout=args.timeout, on_done=progress)
-    except NothingToGrade as error:
+    except LucyError as error:  # no course here, no such assignment, nothing handed in
         print(f"lucy autograde: {error}", file=sys.stderr)
         return 2
     for outcome in result.unfinished:
@@ -256,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_bench)
     p = sub.add_parser("autograde", help="autograde every submission of ASSIGNMENT in parallel (Dask), as nbgrader does")
     p.add_argument("assignment")
-    p.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
+    p.add_argument("--jobs", type=_positive, default=2, help="submissions graded at once (default 2)")
     p.add_argument("--scheduler", help="a Dask scheduler address (tcp://host:8786); default: a LocalCluster here")
-    p.add_argument("--timeout", type=float, default=900, help="seconds one submission may take (default 900)")
+    p.add_argument("--timeout", type=_positive, default=900, help="seconds one submission may take (default 900)")
     p.add_argument("--course", default=".", help="the course directory (default: this folder)")
     p.add_argument("--json", help="write the outcome of every submission here")
     p.set_defaults(func=_autograde)

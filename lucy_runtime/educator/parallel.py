@@ -93,11 +93,11 @@ def grade_one(root: str, assignment: str, student: str, timeout: float) -> Outco
     return Outcome(student, Status.FAILED, seconds, tail)
 
 
-def _check_gradebook(root: Path, assignment: str) -> None:
+def _check_gradebook(db_url: str, assignment: str) -> None:
     """The gradebook exists and knows the assignment before any job starts (no job creates the schema)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(course_db_url(root)) as gb:
+    with Gradebook(db_url) as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
@@ -115,13 +115,14 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     from distributed import Client, LocalCluster, as_completed
 
     root = Path(root).resolve()
+    db_url = course_db_url(root)  # a folder that is no course is refused before anything else
     students = submitted_students(root, assignment) if students is None else list(students)
     if not students:
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
-    _check_gradebook(root, assignment)
+    _check_gradebook(db_url, assignment)
     started = time.monotonic()
     cluster = None
     if scheduler is None:

@@ -144,6 +144,7 @@ def bench_grading(config: BenchConfig, workdir: Path) -> tuple[AutogradeBench | 
     unit = "ch07_unit_a"
     course = ScratchCourse(workdir / "course", units=(unit,))
     reference = filled(course.release(unit), course.source(unit))
+    pristine = course.copy(workdir / "pristine")  # the class is graded in copies where nobody else handed in
     autograde = klass = None
     if "autograde" in config.sections:
         trivial = _trivial_assignment(course.root)
@@ -155,12 +156,12 @@ def bench_grading(config: BenchConfig, workdir: Path) -> tuple[AutogradeBench | 
         autograde = AutogradeBench(one, floor, round(one / floor, 2))
     if "class" in config.sections:
         students = [f"learner_{i:02d}" for i in range(config.submissions)]
+        sequential_course, parallel_course = pristine.copy(workdir / "sequential"), pristine.copy(workdir / "parallel")
         for student in students:
-            course.submit(student, unit, reference)
-        sequential = 0.0
-        for student in students:  # the same command each parallel job runs, one after another
-            sequential += _timed(lambda: course.autograde(unit, student))
-        result = autograde_class(course.root, unit, jobs=config.jobs, students=students)
+            sequential_course.submit(student, unit, reference)
+            parallel_course.submit(student, unit, reference)
+        sequential = _timed(lambda: sequential_course.autograde(unit))  # one plain nbgrader run over the class
+        result = autograde_class(parallel_course.root, unit, jobs=config.jobs, students=students)
         klass = ClassBench(config.submissions, config.jobs, round(sequential, 2), result.seconds,
                            round(sequential / max(result.seconds, 1e-9), 2), result.ok)
     return autograde, klass

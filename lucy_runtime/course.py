@@ -191,6 +191,13 @@ class ScratchCourse:
                             ignore=shutil.ignore_patterns("*.md", ".ipynb_checkpoints"))
             nbgrader(["generate_assignment", unit, "--force"], cwd=self.root)
 
+    def copy(self, root: Path) -> "ScratchCourse":
+        """Another course at ``root`` with everything this one holds: assignments, gradebook, submissions."""
+        shutil.copytree(self.root, root)
+        twin = object.__new__(ScratchCourse)  # nothing to generate: the copy has it all
+        twin.root, twin.units = Path(root), self.units
+        return twin
+
     def source(self, unit: str):
         return nbformat.read(str(self.root / "source" / unit / f"{unit}.ipynb"), as_version=4)
 

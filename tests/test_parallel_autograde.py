@@ -9,13 +9,14 @@ such. The same class is then graded in parallel into a PostgreSQL gradebook.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 
 import nbformat
 import pytest
 
 from lucy_runtime.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.parallel import Status, autograde_class
+from lucy_runtime.educator.parallel import ClassGrading, Status, autograde_class
 from lucy_runtime.educator.verify import filled
 from lucy_runtime.notebook import is_learner_owned
 
@@ -35,10 +36,13 @@ def with_first_learner_cell_ending(nb, code: str):
     raise AssertionError("the release has no learner cell")
 
 
-def hand_in(root, student, nb) -> None:
-    folder = root / "submitted" / student / UNIT
-    folder.mkdir(parents=True)
-    nbformat.write(nb, str(folder / f"{UNIT}.ipynb"))
+@dataclass(frozen=True)
+class Class:
+    sequential: ScratchCourse  # graded by one plain `nbgrader autograde`
+    parallel: ScratchCourse  # the same class, and a submission that kills its kernel, by autograde_class
+    graded: ClassGrading
+    release: object
+    source: object
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +53,11 @@ def courses(tmp_path_factory):
     course.submit("correct", UNIT, filled(release, source))
     course.submit("case", UNIT, filled(release, source, by_name("noop-finish")))
     course.submit("blank", UNIT, release)
-    parallel = root / "parallel"
-    shutil.copytree(course.root, parallel)
-    crash = with_first_learner_cell_ending(filled(release, source), "import os\nos._exit(1)")
-    hand_in(parallel, "crash", crash)
+    parallel = course.copy(root / "parallel")
+    parallel.submit("crash", UNIT, with_first_learner_cell_ending(filled(release, source), "import os\nos._exit(1)"))
     nbgrader(["autograde", UNIT, "--force"], cwd=course.root)
-    graded = autograde_class(parallel, UNIT, jobs=2, timeout=600)
-    return course.root, parallel, graded, (release, source)
+    graded = autograde_class(parallel.root, UNIT, jobs=2, timeout=600)
+    return Class(course, parallel, graded, release, source)
 
 
 def gradebook_entries(root, students) -> dict:
@@ -75,7 +77,7 @@ def cells(root, student) -> list:
 
 
 def test_parallel_grading_writes_the_gradebook_entries_sequential_nbgrader_writes(courses):
-    sequential, parallel, graded, _ = courses
+    sequential, parallel, graded = courses.sequential.root, courses.parallel.root, courses.graded
     entries = gradebook_entries(parallel, CLASS)
     assert entries == gradebook_entries(sequential, CLASS)
     assert any(score for score, _, _ in entries.values()), "the correct submission earned nothing"
@@ -83,13 +85,13 @@ def test_parallel_grading_writes_the_gradebook_entries_sequential_nbgrader_write
 
 
 def test_parallel_grading_writes_the_autograded_notebooks_sequential_nbgrader_writes(courses):
-    sequential, parallel, _, _ = courses
+    sequential, parallel = courses.sequential.root, courses.parallel.root
     for student in CLASS:
         assert cells(parallel, student) == cells(sequential, student), student
 
 
 def test_a_submission_that_kills_its_kernel_is_recorded_and_the_others_are_graded(courses):
-    _, parallel, graded, _ = courses
+    parallel, graded = courses.parallel.root, courses.graded
     crash = next(o for o in graded.outcomes if o.student == "crash")
     assert crash.status is Status.KERNEL_DIED and "Kernel died" in crash.log_tail
     assert not (parallel / "autograded" / "crash" / UNIT / f"{UNIT}.ipynb").exists()
@@ -97,23 +99,23 @@ def test_a_submission_that_kills_its_kernel_is_recorded_and_the_others_are_grade
 
 
 def test_the_parallel_gradebook_is_ready_for_feedback(courses):
-    _, parallel, _, _ = courses
+    parallel = courses.parallel.root
     nbgrader(["generate_feedback", UNIT, "--force"], cwd=parallel)
     assert sorted(p.parent.parent.name for p in (parallel / "feedback").glob(f"*/{UNIT}/{UNIT}.html")) == sorted(CLASS)
 
 
 def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_recorded(courses):
-    _, parallel, _, (release, source) = courses
-    hang = with_first_learner_cell_ending(filled(release, source), "import time\ntime.sleep(3600)")
-    hand_in(parallel, "hang", hang)
-    graded = autograde_class(parallel, UNIT, jobs=1, timeout=30, students=["hang"])
+    parallel = courses.parallel
+    hang = with_first_learner_cell_ending(filled(courses.release, courses.source), "import time\ntime.sleep(3600)")
+    parallel.submit("hang", UNIT, hang)
+    graded = autograde_class(parallel.root, UNIT, jobs=1, timeout=30, students=["hang"])
     (outcome,) = graded.outcomes
     assert outcome.status is Status.TIMED_OUT and outcome.seconds < 120
-    assert not (parallel / "autograded" / "hang" / UNIT).exists()
+    assert not (parallel.root / "autograded" / "hang" / UNIT).exists()
 
 
 def test_parallel_grading_into_a_postgresql_gradebook(courses, tmp_path):
-    sequential, _, _, _ = courses
+    sequential = courses.sequential.root
     course = tmp_path / "pg-course"
     shutil.copytree(sequential, course, ignore=shutil.ignore_patterns("gradebook.db", "autograded", "feedback"))
     with postgres() as url:

@@ -9,8 +9,10 @@ STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
 POSTGRES := $(VENV)/.postgres
+# mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
+MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
 
-.PHONY: demo test test-fast lab formgrader release check mutation bench clean help
+.PHONY: demo test test-fast lab formgrader release check mutation bench book clean help
 
 help:
 	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases,"
@@ -25,6 +27,7 @@ help:
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
 	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the queue"
 	@echo "                    (artifacts/bench.json)"
+	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,13 +58,19 @@ $(POSTGRES): $(STAMP)
 	  else echo "The PostgreSQL gradebook test needs Debian's postgresql: sudo apt-get install -y postgresql"; exit 1; fi; }
 	touch $(POSTGRES)
 
+$(MERMAID): $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "The book's diagrams need npm: sudo apt-get install -y nodejs npm"; exit 1; fi; }
+	npm install --prefix $(VENV)/node --no-audit --no-fund --silent mermaid@11.12.1
+
 demo: $(STAMP) $(SANDBOX)
 	$(BIN)/lucy demo
 
-test: $(STAMP) $(BROWSER) $(SANDBOX) $(POSTGRES)
+test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES)
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(MERMAID)
 	$(BIN)/python -m pytest -m "not nbgrader and not slow and not browser"
 
 lab: $(STAMP)
@@ -84,6 +93,10 @@ mutation: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/lucy bench --json artifacts/bench.json
+
+# Two separate builds: build/book/learner/_build/html has no solutions, build/book/educator/... has them.
+book: $(STAMP) $(MERMAID)
+	$(BIN)/lucy book --out build/book
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

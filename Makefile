@@ -8,6 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
+POSTGRES := $(VENV)/.postgres
 # mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
 MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
 
@@ -24,7 +25,8 @@ help:
 	@echo "make release        regenerate release/ from source/ with nbgrader"
 	@echo "make check          run every acceptance row against the reference in source/"
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
-	@echo "make bench          time the checker's rows and crash points"
+	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the queue"
+	@echo "                    (artifacts/bench.json)"
 	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
 
 $(STAMP): pyproject.toml
@@ -49,6 +51,13 @@ $(SANDBOX): $(STAMP)
 	  else echo "Without bubblewrap, learner code is graded unsandboxed: sudo apt-get install -y bubblewrap"; fi; }
 	touch $(SANDBOX)
 
+# The PostgreSQL gradebook test starts Debian's postgresql on loopback in a temporary folder.
+$(POSTGRES): $(STAMP)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "The PostgreSQL gradebook test needs Debian's postgresql: sudo apt-get install -y postgresql"; exit 1; fi; }
+	touch $(POSTGRES)
+
 $(MERMAID): $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
@@ -58,7 +67,7 @@ $(MERMAID): $(STAMP)
 demo: $(STAMP) $(SANDBOX)
 	$(BIN)/lucy demo
 
-test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID)
+test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES)
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) $(MERMAID)
@@ -83,7 +92,7 @@ mutation: $(STAMP)
 	$(BIN)/lucy mutation-score --json artifacts/mutation-score.json
 
 bench: $(STAMP)
-	$(BIN)/lucy bench
+	$(BIN)/lucy bench --json artifacts/bench.json
 
 # Two separate builds: build/book/learner/_build/html has no solutions, build/book/educator/... has them.
 book: $(STAMP) $(MERMAID)

@@ -19,6 +19,15 @@ guard_generate_assignment()
 
 c.CourseDirectory.course_id = "lucy-ch07"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+# The gradebook is gradebook.db in this folder. For a large class on a server, keep it in
+# PostgreSQL instead (README: "A class on a server"):
+# c.CourseDirectory.db_url = "postgresql+psycopg://lucy@127.0.0.1:5432/lucy_ch07"
+
+# `lucy autograde --jobs N` runs several nbgrader processes on one gradebook: a SQLite
+# writer waits for the others instead of failing after 5 s (lucy_runtime/gradebook.py).
+from lucy_runtime.gradebook import wait_for_sqlite_writers  # noqa: E402
+
+wait_for_sqlite_writers()
 # The jupytext Markdown pairs in source/ hold the reference solution: never release them.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md", "*.sqlite3*", "*.log"]
 

@@ -165,31 +165,53 @@ def _mutation(args) -> int:
     return 0
 
 
-CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
-
-
 def _bench(args) -> int:
-    """Time every row on the reference in one run; print ratios to the budgets, not verdicts."""
-    from .checker import SourceLearner, run_rows, select_rows
-    from .checker.child import run_in_child
-    from .notebook import learner_implementation
+    """Ratios from one run (lucy_runtime/bench.py); `make bench` keeps them in artifacts/bench.json."""
+    from .bench import BenchConfig, run_bench, summary
 
-    learner = SourceLearner(learner_implementation(args.notebook_dir))
-    started = time.monotonic()
-    for _ in range(20):
-        run_in_child(lambda: None)
-    fork_cost = (time.monotonic() - started) / 20
-    report = run_rows(learner, select_rows("all"), seed=1)
-    total = sum(r.seconds for r in report.results)
-    print(f"{'row':<28} {'seconds':>8} {'x one fork':>11}")
-    for r in report.results:
-        print(f"{r.row_id:<28} {r.seconds:>8.3f} {r.seconds / fork_cost:>11.0f}")
-    slowest_crash = max((r for r in report.results if r.row_id in CRASH_ROWS), key=lambda r: r.seconds)
-    print(f"\nall {len(report.results)} rows: {total:.2f} s = {total / 10:.2f} of the 10 s budget")
-    print(f"slowest crash row ({slowest_crash.row_id}): {slowest_crash.seconds:.2f} s = "
-          f"{slowest_crash.seconds:.2f} of the 1 s budget")
-    print(f"one fork + exit: {fork_cost * 1000:.1f} ms")
-    return 0 if report.passed else 1
+    config = BenchConfig(notebook_dir=Path(args.notebook_dir), sections=tuple(args.only or BenchConfig.sections),
+                         submissions=args.submissions, items=args.items)
+    report = run_bench(config, progress=lambda text: print(f"== {text}", flush=True))
+    print(summary(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(report.to_json())
+        print(f"written to {args.json}")
+    return 1 if report.problems else 0
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def _autograde(args) -> int:
+    """Autograde every submission of an assignment in parallel through Dask."""
+    from .educator.parallel import autograde_class
+    from .errors import LucyError
+
+    def progress(outcome, done: int, total: int) -> None:
+        bar = "#" * (30 * done // total)
+        print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s)",
+              flush=True)
+
+    try:
+        result = autograde_class(Path(args.course), args.assignment, jobs=args.jobs, scheduler=args.scheduler,
+                                 timeout=args.timeout, on_done=progress)
+    except LucyError as error:  # no course here, no such assignment, nothing handed in
+        print(f"lucy autograde: {error}", file=sys.stderr)
+        return 2
+    for outcome in result.unfinished:
+        print(f"\nNOT GRADED: {outcome.student} ({outcome.status.value}); the end of nbgrader's log:\n"
+              f"{outcome.log_tail[-800:]}")
+    graded = len(result.outcomes) - len(result.unfinished)
+    print(f"\n{graded} of {len(result.outcomes)} submissions of {result.assignment} graded in {result.seconds:g} s "
+          f"({result.jobs} jobs, {result.engine})"
+          + (f"; not graded: {', '.join(o.student for o in result.unfinished)}" if result.unfinished else ""))
+    if args.json:
+        Path(args.json).write_text(result.to_json())
+    return 0 if result.ok else 1
 
 
 def _solutions_book(args) -> int:
@@ -278,9 +300,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json")
     p.set_defaults(func=_mutation)
-    p = sub.add_parser("bench", help="time the rows on the reference (ratios to the budgets)")
+    p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the queue")
     p.add_argument("notebook_dir", nargs="?", default="source")
+    p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "queue"), help="run only these parts")
+    p.add_argument("--submissions", type=int, default=8, help="class size for the parallel grading ratio")
+    p.add_argument("--items", type=int, default=200, help="items through the queue")
+    p.add_argument("--json", help="write the report here (make bench: artifacts/bench.json)")
     p.set_defaults(func=_bench)
+    p = sub.add_parser("autograde", help="autograde every submission of ASSIGNMENT in parallel (Dask), as nbgrader does")
+    p.add_argument("assignment")
+    p.add_argument("--jobs", type=_positive, default=2, help="submissions graded at once (default 2)")
+    p.add_argument("--scheduler", help="a Dask scheduler address (tcp://host:8786); default: a LocalCluster here")
+    p.add_argument("--timeout", type=_positive, default=900, help="seconds one submission may take (default 900)")
+    p.add_argument("--course", default=".", help="the course directory (default: this folder)")
+    p.add_argument("--json", help="write the outcome of every submission here")
+    p.set_defaults(func=_autograde)
     p = sub.add_parser("solutions-book", help="print the worked answers from source/ (for educators)")
     p.add_argument("--out")
     p.add_argument("--source", default="source", help="the folder of reference notebooks")

@@ -55,20 +55,30 @@ class Streamed:
     timed_out: bool
 
 
-def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env: dict | None = None) -> Streamed:
+def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env: dict | None = None,
+                 own_group: bool = False) -> Streamed:
     """Run ``command``, calling ``on_line`` for each line of output as it comes.
 
-    A watchdog kills the process at ``timeout`` even when it prints nothing at all.
+    A watchdog kills the process at ``timeout`` even when it prints nothing at all; with
+    ``own_group`` the command runs in a process group of its own, and the watchdog kills
+    that whole group (nbgrader and anything it started that did not leave the group).
     """
+    import signal
     import threading
 
     lines: list[str] = []
     fired = threading.Event()
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env=env) as proc:
+                          env=env, start_new_session=own_group) as proc:
         def stop() -> None:
             fired.set()
-            proc.kill()
+            if own_group:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            else:
+                proc.kill()
 
         watchdog = threading.Timer(timeout, stop)
         watchdog.start()
@@ -76,6 +86,10 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
             for line in proc.stdout:
                 lines.append(line)
                 on_line(line)
+        except BaseException:
+            if own_group:  # nothing outlives a caller that stopped (Ctrl-C, a failing callback)
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
         finally:
             watchdog.cancel()
     return Streamed("".join(lines), proc.returncode, fired.is_set())
@@ -220,6 +234,13 @@ class ScratchCourse:
             shutil.copytree(repo / "source" / unit, self.root / "source" / unit, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.md", ".ipynb_checkpoints"))
             nbgrader(["generate_assignment", unit, "--force"], cwd=self.root)
+
+    def copy(self, root: Path) -> "ScratchCourse":
+        """Another course at ``root`` with everything this one holds: assignments, gradebook, submissions."""
+        shutil.copytree(self.root, root)
+        twin = object.__new__(ScratchCourse)  # nothing to generate: the copy has it all
+        twin.root, twin.units = Path(root), self.units
+        return twin
 
     def source(self, unit: str):
         return nbformat.read(str(self.root / "source" / unit / f"{unit}.ipynb"), as_version=4)

@@ -1,0 +1,279 @@
+"""`make bench`: ratios from one run, not verdicts and not absolute times.
+
+* rows: every acceptance row on the reference, against the 10 s budget and one process fork;
+* autograde: one submission's ``nbgrader autograde`` against a trivial one-cell notebook's
+  (the kernel's floor);
+* class: ``lucy autograde --jobs 2`` against sequential nbgrader on N submissions;
+* queue: the reference queue end to end (admit, work_once, deliver_one) in items/s,
+  against single-row commits on the same disk and persist-queue's SQLite queue
+  (put/get/ack), with transactions per item counted from the store's statement hook.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import LucyError
+
+
+class BenchFailed(LucyError):
+    """The reference did not do the work being timed, so its time means nothing."""
+
+
+CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
+SECTIONS = ("rows", "autograde", "class", "queue")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    notebook_dir: Path = Path("source")
+    sections: tuple[str, ...] = SECTIONS
+    submissions: int = 8
+    jobs: int = 2
+    items: int = 200
+
+
+@dataclass(frozen=True)
+class RowsBench:
+    rows: dict[str, float]
+    seconds: float
+    fork_seconds: float
+    of_budget: float
+    forks: float
+    slowest_crash_row: str
+    slowest_crash_of_1s: float
+    passed: bool
+
+
+@dataclass(frozen=True)
+class AutogradeBench:
+    submission_seconds: float
+    trivial_seconds: float
+    ratio: float
+
+
+@dataclass(frozen=True)
+class ClassBench:
+    submissions: int
+    jobs: int
+    sequential_seconds: float
+    parallel_seconds: float
+    speedup: float
+    all_graded: bool
+
+
+@dataclass(frozen=True)
+class QueueBench:
+    items: int
+    queue_items_per_s: float
+    raw_commits_per_s: float
+    persist_queue_items_per_s: float
+    transactions_per_item: float
+    vs_raw_commits: float
+    vs_persist_queue: float
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    config: dict
+    rows: RowsBench | None = None
+    autograde: AutogradeBench | None = None
+    klass: ClassBench | None = None
+    queue: QueueBench | None = None
+    seconds: float = 0.0
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["class"] = data.pop("klass")
+        return json.dumps(data, indent=2, default=str)
+
+
+def _learner(notebook_dir: Path):
+    from .checker import SourceLearner
+    from .notebook import learner_implementation
+
+    return SourceLearner(learner_implementation(notebook_dir))
+
+
+def bench_rows(notebook_dir: Path) -> RowsBench:
+    from .checker import run_rows, select_rows
+    from .checker.child import run_in_child
+
+    learner = _learner(notebook_dir)
+    started = time.monotonic()
+    for _ in range(20):
+        run_in_child(lambda: None)
+    fork = (time.monotonic() - started) / 20
+    report = run_rows(learner, select_rows("all"), seed=1)
+    total = sum(r.seconds for r in report.results)
+    crash = max((r for r in report.results if r.row_id in CRASH_ROWS), key=lambda r: r.seconds)
+    return RowsBench({r.row_id: round(r.seconds, 3) for r in report.results}, round(total, 3), round(fork, 5),
+                     round(total / 10, 3), round(total / fork, 1), crash.row_id, round(crash.seconds, 3),
+                     report.passed)
+
+
+def _trivial_assignment(root: Path) -> str:
+    import nbformat
+
+    name = "trivial"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("1 + 1")]
+    (root / "source" / name).mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(root / "source" / name / f"{name}.ipynb"))
+    return name
+
+
+def _timed(fn) -> float:
+    started = time.monotonic()
+    fn()
+    return round(time.monotonic() - started, 2)
+
+
+def bench_grading(config: BenchConfig, workdir: Path) -> tuple[AutogradeBench | None, ClassBench | None]:
+    from .course import ScratchCourse, nbgrader
+    from .educator.parallel import autograde_class
+    from .educator.verify import filled
+
+    unit = "ch07_unit_a"
+    course = ScratchCourse(workdir / "course", units=(unit,))
+    reference = filled(course.release(unit), course.source(unit))
+    pristine = course.copy(workdir / "pristine")  # the class is graded in copies where nobody else handed in
+    autograde = klass = None
+    if "autograde" in config.sections:
+        trivial = _trivial_assignment(course.root)
+        nbgrader(["generate_assignment", trivial, "--force"], cwd=course.root)
+        course.submit("floor", trivial, course.release(trivial))
+        course.submit("one", unit, reference)
+        one = _timed(lambda: course.autograde(unit, "one"))
+        floor = _timed(lambda: course.autograde(trivial, "floor"))
+        autograde = AutogradeBench(one, floor, round(one / floor, 2))
+    if "class" in config.sections:
+        students = [f"learner_{i:02d}" for i in range(config.submissions)]
+        sequential_course, parallel_course = pristine.copy(workdir / "sequential"), pristine.copy(workdir / "parallel")
+        for student in students:
+            sequential_course.submit(student, unit, reference)
+            parallel_course.submit(student, unit, reference)
+        sequential = _timed(lambda: sequential_course.autograde(unit))  # one plain nbgrader run over the class
+        result = autograde_class(parallel_course.root, unit, jobs=config.jobs, students=students)
+        klass = ClassBench(config.submissions, config.jobs, round(sequential, 2), result.seconds,
+                           round(sequential / max(result.seconds, 1e-9), 2), result.ok)
+    return autograde, klass
+
+
+class _EchoLoop:
+    def run(self, session_id: str, text: str):
+        from .loop import LoopResult
+
+        return LoopResult(f"answer to {text}", session_id, 1)
+
+
+def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
+    from persistqueue import SQLiteAckQueue
+
+    from .store import Store
+    from .transport import FakeService, FakeTransport
+    from .work import Queue
+
+    ns = _learner(notebook_dir).namespace()
+    commits = 0
+
+    def count(kind: str, sql: str) -> None:
+        nonlocal commits
+        commits += kind == "committed"
+
+    with Store(workdir / "lucy.sqlite3") as store:
+        ns["create_schema"](store)
+        queue = Queue(store, items + 1, items + 1)
+        transport = FakeTransport(FakeService(workdir / "service.sqlite3"))
+        loop = _EchoLoop()
+        store.set_hook(count)
+        started = time.monotonic()
+        reports = 0
+        for i in range(items):
+            ns["admit"](queue, f"source-{i}", "session-1", f"question {i}")
+            reports += ns["work_once"](queue, loop, "worker-1") is not None
+            ns["deliver_one"](store, transport)
+        queue_seconds = time.monotonic() - started
+        store.set_hook(None)
+    with Store(workdir / "raw.sqlite3") as raw:
+        with raw.transaction() as tx:
+            tx.execute("CREATE TABLE item (n INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+        started = time.monotonic()
+        for i in range(items):
+            with raw.transaction() as tx:
+                tx.execute("INSERT INTO item (n, text) VALUES (?, ?)", (i, f"question {i}"))
+        raw_seconds = time.monotonic() - started
+    if reports != items:
+        raise BenchFailed(f"the reference queue reported {reports} of {items} items")
+    persist = SQLiteAckQueue(str(workdir / "persist-queue"), auto_commit=True, multithreading=False)
+    started = time.monotonic()
+    for i in range(items):
+        persist.put(f"question {i}")
+        persist.ack(persist.get())
+    persist_seconds = time.monotonic() - started
+    rate = items / queue_seconds
+    return QueueBench(items, round(rate, 1), round(items / raw_seconds, 1), round(items / persist_seconds, 1),
+                      round(commits / items, 2), round(rate / (items / raw_seconds), 3),
+                      round(rate / (items / persist_seconds), 3))
+
+
+def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None) -> BenchReport:
+    unknown = set(config.sections) - set(SECTIONS)
+    if unknown:
+        raise ValueError(f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+    started = time.monotonic()
+    rows = autograde = klass = queue = None
+    problems = []
+    workdir = Path(tempfile.mkdtemp(prefix="lucy-bench-"))
+    try:
+        if "rows" in config.sections:
+            progress("rows: every row on the reference")
+            rows = bench_rows(config.notebook_dir)
+            if not rows.passed:
+                problems.append("a row fails on the reference")
+        if "queue" in config.sections:
+            progress(f"queue: {config.items} items end to end")
+            (workdir / "queue").mkdir()
+            queue = bench_queue(config.notebook_dir, config.items, workdir / "queue")
+        if {"autograde", "class"} & set(config.sections):
+            progress("autograde: a scratch course (nbgrader)")
+            autograde, klass = bench_grading(config, workdir)
+            if klass and not klass.all_graded:
+                problems.append("parallel grading left submissions ungraded")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}
+    return BenchReport(settings, rows, autograde, klass, queue, round(time.monotonic() - started, 1),
+                       tuple(problems))
+
+
+def summary(report: BenchReport) -> str:
+    lines = []
+    if report.rows:
+        r = report.rows
+        lines += [f"{'row':<28} {'seconds':>8} {'x one fork':>11}"]
+        lines += [f"{row:<28} {s:>8.3f} {s / r.fork_seconds:>11.0f}" for row, s in r.rows.items()]
+        lines += [f"\nall {len(r.rows)} rows for one learner: {r.seconds:.2f} s = {r.of_budget:.2f} of the 10 s budget "
+                  f"= {r.forks:.0f} process forks",
+                  f"slowest crash row ({r.slowest_crash_row}): {r.slowest_crash_of_1s:.2f} of the 1 s budget"]
+    if report.autograde:
+        a = report.autograde
+        lines.append(f"one submission's autograde: {a.ratio:.2f} x a trivial one-cell notebook's (the kernel's floor)")
+    if report.klass:
+        k = report.klass
+        lines.append(f"class grading, {k.submissions} submissions: --jobs {k.jobs} is {k.speedup:.2f} x sequential "
+                     f"nbgrader (goal: 1.7 x on 2 cores)")
+    if report.queue:
+        q = report.queue
+        lines.append(f"reference queue end to end: {q.vs_raw_commits:.3f} x raw single-row commits, "
+                     f"{q.vs_persist_queue:.3f} x persist-queue put/get/ack; "
+                     f"{q.transactions_per_item:.2f} transactions per item")
+    lines += [f"PROBLEM: {p}" for p in report.problems]
+    return "\n".join(lines)

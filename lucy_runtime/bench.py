@@ -177,6 +177,7 @@ class _EchoLoop:
 def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
     from persistqueue import SQLiteAckQueue
 
+    from .delivery import DeliveryPolicy
     from .store import Store
     from .transport import FakeService, FakeTransport
     from .work import Queue
@@ -193,13 +194,14 @@ def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
         queue = Queue(store, items + 1, items + 1)
         transport = FakeTransport(FakeService(workdir / "service.sqlite3"))
         loop = _EchoLoop()
+        policy = DeliveryPolicy("bench")
         store.set_hook(count)
         started = time.monotonic()
         reports = 0
         for i in range(items):
             ns["admit"](queue, f"source-{i}", "session-1", f"question {i}")
             reports += ns["work_once"](queue, loop, "worker-1") is not None
-            ns["deliver_one"](store, transport)
+            ns["deliver_one"](store, transport, policy)
         queue_seconds = time.monotonic() - started
         store.set_hook(None)
     with Store(workdir / "raw.sqlite3") as raw:

@@ -306,6 +306,11 @@ _drop_to: tuple[int, int] | None = None
 """Set by the rows' orchestrator: the (uid, gid) its children run learner code as."""
 
 
+def dropping_to() -> tuple[int, int] | None:
+    """The (uid, gid) this process's children run learner code as; None when they keep ours."""
+    return _drop_to
+
+
 def enter_child(*keep: int) -> None:
     """First thing in a forked child, before learner code: when the sealed re-check runs in the
     sandbox, close every inherited file descriptor but ``keep`` (and 0-2) and drop to the grader user.

@@ -115,6 +115,21 @@ def test_the_sealed_recheck_runs_learner_cells_in_the_sandbox_as_the_grader_user
         assert {r["uid"] for r in seen} == {box.uid}
 
 
+def test_the_reference_passes_every_graded_row_in_the_sealed_sandbox_as_it_does_unsealed():
+    """A row that only works when learner code and the observer are one user (the observer's
+    -wal/-shm files left read-only for the grader user) fails here, not first under nbgrader."""
+    from lucy_runtime.checker.rows import ROWS
+    from lucy_runtime.notebook import learner_implementation
+
+    box = sandbox.detect()
+    if not box.isolated:
+        pytest.skip(f"no sandbox here: {box.reason}")
+    cells = learner_implementation(REPO / "source")
+    rows = [r.id for r in ROWS.values() if r.unit in ("A", "B")]
+    report = sandbox.run_sealed_rows(cells, rows, timeout=5.0, box=box)
+    assert [r.observation for r in report.results if not r.passed] == []
+
+
 def _is_open(fd: int) -> bool:
     try:
         os.fstat(fd)

@@ -51,6 +51,32 @@ def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot
         [sys.executable, "-B", "-m", "lucy_runtime.observer"],
         input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env,
     )
+    _leave_writable(targets)
     if done.returncode != 0:
         raise RuntimeError(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return [Snapshot(**item) for item in json.loads(done.stdout)]
+
+
+def _leave_writable(targets: list[dict]) -> None:
+    """Give the files the observer made back to the learner's next run.
+
+    Reading a WAL-mode SQLite file can create its ``-wal`` and ``-shm`` files. In the sealed
+    re-check the observer runs as the orchestrator while learner code runs as the grader user,
+    so a file the observer created (mode 0644) would make the next child's write fail with
+    "attempt to write a readonly database". Only files this process owns are touched.
+    """
+    from ..sandbox import dropping_to
+
+    if dropping_to() is None:
+        return
+    for target in targets:
+        for key in ("db", "log", "calls"):
+            if not target.get(key):
+                continue
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                path = target[key] + suffix
+                try:
+                    if os.stat(path).st_uid == os.geteuid():
+                        os.chmod(path, 0o666)
+                except FileNotFoundError:
+                    pass

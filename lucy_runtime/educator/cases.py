@@ -338,6 +338,17 @@ CASES: tuple[Case, ...] = (
         "An issued report is history: a new generation gets a new report, and the old one stays as it was.",
     ),
     _case(
+        "stale-finish-after-requeue", "ch07_unit_b",
+        [_finish_guarded_by("WHERE work_id = ? AND state = 'running'", "(work_id,)"),
+         Edit("finish", SESSION_LOOKUP,
+              SESSION_LOOKUP.replace("SELECT session_id FROM", "SELECT session_id, generation FROM")
+              + "        generation = row[\"generation\"]\n")],
+        "Unit A's finish as it was before the fence: guarded by the state alone, with the generation read from the "
+        "store. After a requeue, the old worker's late finish completes the new generation with its old answer.",
+        ["stale-finish-refused"],
+        "Running is not enough after a requeue: the work is running again, under someone else's claim.",
+    ),
+    _case(
         "requeue-keeps-generation", "ch07_unit_b",
         [Edit("requeue", "generation = generation + 1 ", "generation = generation ")],
         "Runs the work again under the same generation, so the second report collides with the first.",

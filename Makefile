@@ -8,6 +8,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
+# Two pytest workers, one test module each at a time (modules share one nbgrader course per module).
+PYTEST_JOBS ?= -n 2 --dist loadfile
 POSTGRES := $(VENV)/.postgres
 # mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
 MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
@@ -68,10 +70,10 @@ demo: $(STAMP) $(SANDBOX)
 	$(BIN)/lucy demo
 
 test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_JOBS)
 
 test-fast: $(STAMP) $(MERMAID)
-	$(BIN)/python -m pytest -m "not nbgrader and not slow and not browser"
+	$(BIN)/python -m pytest $(PYTEST_JOBS) -m "not nbgrader and not slow and not browser"
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

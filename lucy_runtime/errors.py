@@ -27,3 +27,13 @@ class StoreMisuse(LucyError):
 
 class TransportMisuse(LucyError):
     """The sender boundary was given something it cannot send."""
+
+
+class FenceError(LucyError):
+    """``finish`` was given a claim that is not the work's current claim.
+
+    The fence: only the worker that holds the claim, at the generation it claimed,
+    may finish the work. A stale worker (the work was requeued and claimed again) and
+    a worker that never claimed the work are both stopped here, with nothing changed.
+    Chapter 12 extends the fence with leases, so an expired owner is stopped too.
+    """

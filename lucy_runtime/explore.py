@@ -18,6 +18,7 @@ from .checker.faults import KillAt, Stop
 from .checker.observe import snapshot
 from .fields import require_id, require_str
 from .store import Store
+from .work import Assignment
 
 
 def tables(store: Store | str | os.PathLike, service_log: str | os.PathLike | None = None) -> dict:
@@ -250,17 +251,17 @@ class Explorer:
         return self._in_child(lambda: repr(self.ns["work_once"](self._queue(), self._loop(), "explorer")))
 
     def _crash_finish(self) -> str:
-        claimed = run_in_child(lambda: (lambda a: None if a is None else [a.work_id, a.session_id, a.text])(
+        claimed = run_in_child(lambda: (lambda a: None if a is None else dict(a.__dict__))(
             self.ns["claim"](self._queue(), "explorer")), timeout=10)
         if claimed.status != "returned":
             return f"claim did not return: {claimed.error.describe() if claimed.error else claimed.status}"
         if claimed.value is None:
             return "Nothing is pending: admit a request first."
-        work_id, session_id, text = claimed.value
+        assignment = Assignment(**claimed.value)
 
         def action():  # in a process of its own, so the crash point counts the writes of finish alone
-            result = self._loop().run(session_id, text)
-            self.ns["finish"](self._queue(), work_id, result)
+            result = self._loop().run(assignment.session_id, assignment.text)
+            self.ns["finish"](self._queue(), assignment, result)
             return "finish made fewer than two writes, so the crash point was never reached."
 
         return self._in_child(action, plan=KillAt(2, kinds=("write",)))

@@ -2,7 +2,9 @@
 
 The learner writes ``admit``, ``claim``, ``finish`` (and, in Unit B, the outbox);
 these types are only the vocabulary they answer in. Nothing here touches the
-database.
+database. ``claim`` hands out an ``Assignment``; ``finish`` is given that same
+``Assignment`` back and refuses with ``FenceError`` when it is not the work's current
+claim (the fence).
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .errors import FenceError
 from .fields import require_int
 from .store import Store
 
 WORK_STATES = ("pending", "running", "done")
-"""work:   pending --claim--> running --finish--> done"""
+"""work:   pending --claim--> running --finish (the fence: same worker, same generation)--> done
+
+Each move is a conditional update on the state it leaves. Unit B adds requeue
+(done --> pending, next generation)."""
 
 DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed")
 """report: pending --mark--> sending --receipt--> confirmed
@@ -48,6 +54,12 @@ class Admission:
 
 @dataclass(frozen=True)
 class Assignment:
+    """One claim: the work, the worker that claimed it and the generation it claimed.
+
+    ``finish`` is given the Assignment back; ``work_id``, ``generation`` and
+    ``worker_id`` together are the claim the fence compares with the stored one.
+    """
+
     work_id: object
     source_id: str
     session_id: str
@@ -86,3 +98,7 @@ class Queue:
             raise TypeError(f"store: expected a Store, got {type(self.store).__name__}")
         require_int("capacity", self.capacity, minimum=1)
         require_int("per_session_limit", self.per_session_limit, minimum=1)
+
+
+__all__ = ["Admission", "Assignment", "DELIVERY_STATES", "Disposition", "FenceError", "Outcome", "Queue", "Report",
+           "REPORT_COLUMNS", "WORK_COLUMNS", "WORK_STATES"]

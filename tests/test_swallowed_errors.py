@@ -10,7 +10,7 @@ from lucy_runtime.educator.cases import by_name
 
 from .conftest import learner_with
 
-ERROR_ROWS = ["finish-misuse", "finish-rollback"]
+ERROR_ROWS = ["finish-misuse", "finish-fenced", "finish-rollback"]
 
 
 def alternative(name: str):

@@ -202,8 +202,11 @@ class Ctx:
             raise broken(value, f"claim returned {value!r}; it should return an Assignment or None")
         return dict(value.__dict__)
 
-    def finish(self, queue: Queue, work_id, result: LoopResult) -> dict:
-        value = self.fn("finish")(queue, work_id, result)
+    def finish(self, queue: Queue, assignment: dict | Assignment, result: LoopResult) -> dict:
+        """``assignment`` as ``claim`` returned it here (a dict), or one the row made up (a stale or foreign claim)."""
+        if isinstance(assignment, dict):
+            assignment = Assignment(**assignment)
+        value = self.fn("finish")(queue, assignment, result)
         if not isinstance(value, Report):
             raise broken(value, f"finish returned {value!r}; it should return the Report it stored")
         return dict(value.__dict__)

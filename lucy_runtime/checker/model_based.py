@@ -178,7 +178,7 @@ def run_model_check(h: Harness) -> str:
                 raise Disagreement(failure.observation) from None
 
             def crash(c: Ctx):
-                c.finish(c.queue(CAPACITY, PER_SESSION), a["work_id"], c.loop(marker).run(a["session_id"], a["text"]))
+                c.finish(c.queue(CAPACITY, PER_SESSION), a, c.loop(marker).run(a["session_id"], a["text"]))
                 return a["source_id"]
 
             stats["steps"] += 1

@@ -70,33 +70,125 @@ BEGIN
     VALUES ('r-' || new.work_id || '-' || new.generation, new.work_id, new.generation, new.session_id, new.result);
 END;'''
 
-_FINISH_BY_TRIGGER = '''with queue.store.transaction() as tx:
+_FINISH_BY_TRIGGER = '''work_id, generation = assignment.work_id, assignment.generation
+with queue.store.transaction() as tx:
     changed = tx.execute(
-        "UPDATE work SET state = 'done', result = ? WHERE work_id = ? AND state = 'running'",
-        (result.text, work_id),
+        "UPDATE work SET state = 'done', result = ? "
+        "WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ?",
+        (result.text, work_id, assignment.worker_id, generation),
     ).rowcount
     if changed != 1:
-        raise LookupError(f"work {work_id!r} is not running")
+        raise LookupError(f"work {work_id!r} is not running under this claim")
     row = tx.execute(
-        "SELECT report_id, work_id, generation, session_id, body FROM report WHERE work_id = ? "
-        "ORDER BY generation DESC LIMIT 1", (work_id,)
+        "SELECT report_id, work_id, generation, session_id, body FROM report WHERE work_id = ? AND generation = ?",
+        (work_id, generation),
     ).fetchone()
 return Report(row["report_id"], row["work_id"], row["generation"], row["session_id"], row["body"])'''
 
+_INSERT_REPORT = '''    tx.execute(
+        "INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",
+        (report.report_id, report.work_id, report.generation, report.session_id, report.body),
+    )'''
+
+_REPORT_BEFORE_STATE = '''work_id, generation = assignment.work_id, assignment.generation
+with queue.store.transaction() as tx:
+    row = tx.execute("SELECT session_id FROM work WHERE work_id = ?", (work_id,)).fetchone()
+    if row is None:
+        raise FenceError(f"there is no work {work_id!r}")
+    report = Report(f"r-{work_id}-{generation}", work_id, generation, row["session_id"], result.text)
+''' + _INSERT_REPORT + '''
+    moved = tx.execute(
+        "UPDATE work SET state = 'done' "
+        "WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ?",
+        (work_id, assignment.worker_id, generation),
+    ).rowcount
+    if moved != 1:  # the rollback takes the report back out
+        raise FenceError(f"work {work_id!r} is not running under this claim")
+return report'''
+
+_FINISH_RETURNING = '''work_id, generation = assignment.work_id, assignment.generation
+with queue.store.transaction() as tx:
+    row = tx.execute(
+        "UPDATE work SET state = 'done' "
+        "WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ? RETURNING session_id",
+        (work_id, assignment.worker_id, generation),
+    ).fetchone()
+    if row is None:
+        raise FenceError(f"work {work_id!r} is not running under this claim")
+    report = Report(f"r-{work_id}-{generation}", work_id, generation, row["session_id"], result.text)
+''' + _INSERT_REPORT + '''
+return report'''
+
+_CLAIM_LOOK = '''"SELECT work_id, source_id, session_id, text, generation FROM work "
+        "WHERE state = 'pending' ORDER BY work_id LIMIT 1"'''
+
+_CLAIM_RETRYING = '''while True:
+    with queue.store.transaction() as tx:
+        row = tx.execute(
+        ''' + _CLAIM_LOOK + '''
+        ).fetchone()
+    if row is None:
+        return None
+    with queue.store.transaction() as tx:  # the guard, not the transaction, keeps two workers apart
+        moved = tx.execute(
+            "UPDATE work SET state = 'running', worker_id = ? WHERE work_id = ? AND state = 'pending'",
+            (worker_id, row["work_id"]),
+        ).rowcount
+    if moved == 1:
+        return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id,
+                          row["generation"])'''
+
+_CLAIMS_TABLE = '''CREATE TABLE IF NOT EXISTS claim (
+    work_id    INTEGER NOT NULL REFERENCES work (work_id),
+    generation INTEGER NOT NULL,
+    worker_id  TEXT NOT NULL,
+    PRIMARY KEY (work_id, generation)
+);
+'''
+
+_CLAIM_INTO_TABLE = '''with queue.store.transaction() as tx:
+    row = tx.execute(
+        ''' + _CLAIM_LOOK + '''
+    ).fetchone()
+    if row is None:
+        return None
+    if tx.execute("UPDATE work SET state = 'running' WHERE work_id = ? AND state = 'pending'",
+                  (row["work_id"],)).rowcount != 1:
+        return None
+    tx.execute("INSERT INTO claim (work_id, generation, worker_id) VALUES (?, ?, ?)",
+               (row["work_id"], row["generation"], worker_id))
+return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
+
+_FINISH_BY_CLAIMS_TABLE = '''work_id, generation = assignment.work_id, assignment.generation
+with queue.store.transaction() as tx:
+    moved = tx.execute(
+        "UPDATE work SET state = 'done' WHERE work_id = ? AND state = 'running' AND generation = ? AND EXISTS "
+        "(SELECT 1 FROM claim WHERE claim.work_id = work.work_id AND claim.generation = work.generation "
+        "AND claim.worker_id = ?)",
+        (work_id, generation, assignment.worker_id),
+    ).rowcount
+    if moved != 1:
+        raise FenceError(f"work {work_id!r} is not running under this claim")
+    row = tx.execute("SELECT session_id FROM work WHERE work_id = ?", (work_id,)).fetchone()
+    report = Report(f"r-{work_id}-{generation}", work_id, generation, row["session_id"], result.text)
+''' + _INSERT_REPORT + '''
+return report'''
+
 ALTERNATIVES: tuple[Case, ...] = (
-    Case("report-before-state", "ch07_unit_a", (
-        Edit("finish",
-             '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'
-             '        tx.execute(\n'
-             '            "INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",\n'
-             '            (report.report_id, report.work_id, report.generation, report.session_id, report.body),\n'
-             '        )\n',
-             '        tx.execute(\n'
-             '            "INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",\n'
-             '            (report.report_id, report.work_id, report.generation, report.session_id, report.body),\n'
-             '        )\n'
-             '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'),
-    ), "Inserts the report before changing the work's state, in the same transaction.", (), ""),
+    Case("report-before-state", "ch07_unit_a", (Edit("finish", None, _REPORT_BEFORE_STATE),),
+         "Inserts the report before the fenced move to done, in the same transaction; a refused fence rolls the "
+         "report back.", (), ""),
+    Case("finish-update-returning", "ch07_unit_a", (Edit("finish", None, _FINISH_RETURNING),),
+         "The fence and the session lookup are one UPDATE … RETURNING; no row back means the claim is not current.",
+         (), ""),
+    Case("claim-guarded-retry", "ch07_unit_a", (Edit("claim", None, _CLAIM_RETRYING),),
+         "Looks and moves in two transactions: the guarded move (row count checked) loses a race safely, and the "
+         "claim looks again.", (), ""),
+    Case("claims-table", "ch07_unit_a", (
+        Edit("schema", "CREATE TABLE IF NOT EXISTS report (", _CLAIMS_TABLE + "CREATE TABLE IF NOT EXISTS report ("),
+        Edit("claim", None, _CLAIM_INTO_TABLE),
+        Edit("finish", None, _FINISH_BY_CLAIMS_TABLE),
+    ), "Claims live in a table of their own (work, generation, worker); finish fences on a join with it.", (), ""),
     Case("admit-insert-on-conflict", "ch07_unit_a", (Edit("admit", None, _ADMIT_ON_CONFLICT),),
          "Admits with INSERT … ON CONFLICT DO NOTHING RETURNING, then classifies a duplicate.", (), ""),
     Case("claim-update-returning", "ch07_unit_a", (Edit("claim", None, _CLAIM_RETURNING),),
@@ -120,12 +212,13 @@ ALTERNATIVES: tuple[Case, ...] = (
     ), "A view named outbox over the report table: it has every report column, and holds no rows of its own.",
          (), ""),
     Case("finish-raises-its-own-error", "ch07_unit_a", (
-        Edit("finish", "def finish(queue, work_id, result):\n",
-             "class NotRunning(Exception):\n    \"\"\"finish was asked to complete work nobody claimed.\"\"\"\n\n\n"
-             "def finish(queue, work_id, result):\n"),
-        Edit("finish", "raise LookupError(f\"work {work_id!r} is not running: claim it before finishing it\")",
+        Edit("finish", "def finish(queue, assignment, result):\n",
+             "class NotRunning(Exception):\n    \"\"\"finish was asked to complete work this claim does not hold.\"\"\"\n\n\n"
+             "def finish(queue, assignment, result):\n"),
+        Edit("finish", "raise FenceError(f\"work {work_id!r} is not running under {assignment.worker_id!r}'s claim \"\n"
+                       "                             f\"of generation {generation}\")",
              "raise NotRunning(work_id)"),
-    ), "finish refuses unclaimed work with an exception class of its own.", (), ""),
+    ), "finish refuses a claim that is not current with an exception class of its own.", (), ""),
     Case("requeue-defers-running-work", "ch07_unit_b", (
         Edit("requeue", "    with queue.store.transaction() as tx:\n",
              "    with queue.store.transaction() as tx:\n"

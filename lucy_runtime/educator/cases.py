@@ -51,28 +51,50 @@ def _case(name, unit, edits, breaks, expected, teaching) -> Case:
     return Case(name, unit, tuple(edits), breaks, tuple(expected), teaching)
 
 
+SESSION_LOOKUP = "        row = tx.execute(\"SELECT session_id FROM work WHERE work_id = ?\", (work_id,)).fetchone()\n"
+"""Where the reference finish reads the session after its fence: a case that commits first opens a second transaction here."""
+
+CLAIM_MOVE = ("        moved = tx.execute(\n"
+              "            \"UPDATE work SET state = 'running', worker_id = ? WHERE work_id = ? AND state = 'pending'\",\n"
+              "            (worker_id, row[\"work_id\"]),\n"
+              "        ).rowcount\n")
+"""The reference claim's guarded move to running."""
+
+FENCE = ("\"WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ?\",\n"
+         "            (work_id, assignment.worker_id, generation),")
+"""The reference finish's guard: the state it leaves, and the claim that must be current."""
+
+
+def _finish_guarded_by(where: str, params: str) -> Edit:
+    """The reference finish with another WHERE clause on its move to done."""
+    return Edit("finish", FENCE, f"\"{where}\",\n            {params},")
+
+
+def _split_finish() -> Edit:
+    """Commit the move to done before the report is written: Unit A's finish in two transactions."""
+    return Edit("finish", SESSION_LOOKUP, "    with queue.store.transaction() as tx:\n" + SESSION_LOOKUP)
+
+
 CASES: tuple[Case, ...] = (
     _case(
         "noop-finish", "ch07_unit_a",
-        [Edit("finish", None, "return Report(f\"r-{work_id}-1\", work_id, 1, \"\", getattr(result, \"text\", \"\"))")],
+        [Edit("finish", None, "return Report(f\"r-{assignment.work_id}-1\", assignment.work_id, 1, \"\", "
+                          "getattr(result, \"text\", \"\"))")],
         "finish returns a plausible Report but writes nothing: the work stays running and no report exists.",
         ["integrated-path", "finish-durable", "finish-atomic"],
         "The return value looks right; only the file tells the truth. This is why verdicts come from the observer.",
     ),
     _case(
         "finish-two-transactions", "ch07_unit_a",
-        [Edit("finish",
-              '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n',
-              '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'
-              '    with queue.store.transaction() as tx:\n')],
+        [_split_finish()],
         "Marks the work done and commits before inserting the report: a crash in between loses the answer.",
         ["finish-atomic"],
         "Each transaction is all-or-nothing on its own; two of them are not one.",
     ),
     _case(
         "finish-swallows-error", "ch07_unit_a",
-        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
-              "    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        moved = tx.execute(",
+              "    try:\n      with queue.store.transaction() as tx:\n        moved = tx.execute("),
          Edit("finish", "    return report\n",
               "    except Exception:\n        report = Report(f\"r-{work_id}-1\", work_id, 1, \"\", result.text)\n"
               "    return report\n")],
@@ -82,8 +104,8 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "swallowed-error", "ch07_unit_a",
-        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
-              "    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        moved = tx.execute(",
+              "    try:\n      with queue.store.transaction() as tx:\n        moved = tx.execute("),
          Edit("finish", "    return report\n", "      return report\n    except Exception:\n        return None\n")],
         "Wraps finish in `try: … except Exception: return None`: misuse and database errors become a quiet None.",
         ["finish-misuse"],
@@ -94,15 +116,15 @@ CASES: tuple[Case, ...] = (
         "finish-bare-pass", "ch07_unit_a",
         [Edit("finish", None, "pass")],
         "finish is `pass`: it writes nothing, returns None and raises nothing, even for work nobody claimed.",
-        ["integrated-path", "report-to-admitted-session", "finish-binds-work", "finish-misuse", "report-identity",
-         "finish-atomic", "finish-durable", "refused-leaves-no-trace"],
+        ["integrated-path", "report-to-admitted-session", "finish-binds-work", "finish-misuse", "finish-fenced",
+         "report-identity", "finish-atomic", "finish-durable", "refused-leaves-no-trace"],
         "A function that does nothing fails every row about it, the one that asks for an error included: "
         "returning None is not refusing. Work it never marks done keeps its place, so capacity never frees.",
     ),
     _case(
         "finish-unbound", "ch07_unit_a",
-        [Edit("finish", "\"UPDATE work SET state = 'done' WHERE work_id = ?\", (work_id,)",
-              "\"UPDATE work SET state = 'done' WHERE state = 'running'\"")],
+        [_finish_guarded_by("WHERE state = 'running'", "()"),
+         Edit("finish", "        if moved != 1:\n", "        if moved == 0:\n")],
         "Marks every running request done, not the one it was given.",
         ["finish-binds-work"],
         "Completion is about one identity. A WHERE clause without it is a bulk update.",
@@ -116,17 +138,42 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "report-id-is-work-id", "ch07_unit_a",
-        [Edit("finish", "report_id=f\"r-{work_id}-{row['generation']}\",", "report_id=str(work_id),")],
+        [Edit("finish", "report_id=f\"r-{work_id}-{generation}\",", "report_id=str(work_id),")],
         "Uses the work id as the report id, so a later generation cannot have a report of its own.",
         ["report-identity"],
         "Two things with two lifetimes need two identities.",
     ),
     _case(
         "finish-accepts-unclaimed", "ch07_unit_a",
-        [Edit("finish", "WHERE work_id = ? AND state = 'running'\", (work_id,)", "WHERE work_id = ?\", (work_id,)")],
-        "Finishes work that was never claimed (or is already done).",
-        ["finish-misuse"],
+        [_finish_guarded_by("WHERE work_id = ?", "(work_id,)")],
+        "Finishes work that was never claimed (or is already done): the move to done has no guard at all.",
+        ["finish-misuse", "finish-fenced"],
         "The state machine allows running → done only; finish must check it.",
+    ),
+    _case(
+        "finish-ignores-claim", "ch07_unit_a",
+        [_finish_guarded_by("WHERE work_id = ? AND state = 'running'", "(work_id,)")],
+        "Guards the state but not the claim: any worker, holding any generation, finishes whatever running work "
+        "id it is given.",
+        ["finish-fenced"],
+        "Running is not enough: the result belongs to one claim. The fence compares the worker and the generation "
+        "too, so a stale or foreign worker changes nothing.",
+    ),
+    _case(
+        "finish-ignores-generation", "ch07_unit_a",
+        [_finish_guarded_by("WHERE work_id = ? AND state = 'running' AND worker_id = ?",
+                            "(work_id, assignment.worker_id)")],
+        "Fences on the worker but not the generation: a worker holding an Assignment from an earlier run of the "
+        "work finishes the current one.",
+        ["finish-fenced"],
+        "A worker name can come back; a generation cannot. Only both together name the claim.",
+    ),
+    _case(
+        "finish-guard-unchecked", "ch07_unit_a",
+        [Edit("finish", "        if moved != 1:\n", "        if False:\n")],
+        "Guards the move to done but never looks at the row count, so it writes a report for work it did not move.",
+        ["finish-misuse", "finish-fenced"],
+        "A guarded UPDATE that changed no row is a refusal; carrying on as if it had moved the row undoes the guard.",
     ),
     _case(
         "list-backed-admit", "ch07_unit_a",
@@ -236,7 +283,7 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "claim-without-marking", "ch07_unit_a",
-        [Edit("claim", "        tx.execute(\"UPDATE work SET state = 'running', worker_id = ? WHERE work_id = ?\", (worker_id, row[\"work_id\"]))\n", "")],
+        [Edit("claim", CLAIM_MOVE, "        moved = 1\n")],
         "Hands out a pending request without moving it to running, so the next claim gets it again.",
         ["claim-one"],
         "The claim is the move to running; a look alone is not a claim.",
@@ -244,14 +291,18 @@ CASES: tuple[Case, ...] = (
     _case(
         "claim-check-then-act", "ch07_unit_a",
         [Edit("claim", "        if row is None:\n            return None\n",
-              "        if row is None:\n            return None\n    with queue.store.transaction() as tx:\n")],
-        "Selects a pending request in one transaction and marks it in another: two workers can claim the same one.",
+              "        if row is None:\n            return None\n    with queue.store.transaction() as tx:\n"),
+         Edit("claim", "WHERE work_id = ? AND state = 'pending'\"", "WHERE work_id = ?\"")],
+        "Selects a pending request in one transaction and marks it in another, with no state guard on the move: "
+        "two workers can claim the same one.",
         ["claim-concurrent"],
-        "Two workers can both see the same pending row unless the look and the move are one transaction.",
+        "Two workers can both see the same pending row unless the look and the move are one transaction, or "
+        "the move is guarded (AND state = 'pending', row count checked) and a lost race tries again.",
     ),
     _case(
         "claim-replays-running", "ch07_unit_a",
-        [Edit("claim", "WHERE state = 'pending' ORDER BY work_id LIMIT 1", "WHERE state IN ('pending', 'running') ORDER BY work_id LIMIT 1")],
+        [Edit("claim", "WHERE state = 'pending' ORDER BY work_id LIMIT 1", "WHERE state IN ('pending', 'running') ORDER BY work_id LIMIT 1"),
+         Edit("claim", "WHERE work_id = ? AND state = 'pending'\"", "WHERE work_id = ? AND state IN ('pending', 'running')\"")],
         "Claims running work too, so a dead worker's request is replayed automatically (and so is a live one's).",
         ["running-crash-visible", "claim-one"],
         "Without ownership (Chapter 12) a running row may belong to a live worker. Replaying it is a guess.",
@@ -266,25 +317,36 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "tamper-with-checker", "ch07_unit_a",
-        [Edit("finish", "def finish(queue, work_id, result):\n",
+        [Edit("finish", "def finish(queue, assignment, result):\n",
               "import lucy_runtime.checker as _checker\n"
               "import lucy_runtime.checker.observe as _observe\n"
               "_checker.grade = lambda *args, **kwargs: None\n"
               "globals()['grade'] = lambda *args, **kwargs: None\n"
               "_observe.observe_many = lambda targets, **kw: []\n\n\n"
-              "def finish(queue, work_id, result):\n"),
-         Edit("finish", None, "return Report(f\"r-{work_id}-1\", work_id, 1, \"\", result.text)")],
+              "def finish(queue, assignment, result):\n"),
+         Edit("finish", None, "return Report(f\"r-{assignment.work_id}-1\", assignment.work_id, 1, \"\", result.text)")],
         "A no-op finish in a cell that also rebinds grade() and the observer, hoping the hidden tests pass.",
         ["integrated-path", "finish-durable", "finish-atomic"],
         "Learner code runs in the kernel, so a kernel can be fooled; the verdict is recomputed outside it.",
     ),
     _case(
         "finish-rewrites-first-report", "ch07_unit_b",
-        [Edit("finish", "report_id=f\"r-{work_id}-{row['generation']}\",", "report_id=f\"r-{work_id}\","),
+        [Edit("finish", "report_id=f\"r-{work_id}-{generation}\",", "report_id=f\"r-{work_id}\","),
          Edit("finish", "\"INSERT INTO report (report_id,", "\"INSERT OR REPLACE INTO report (report_id,")],
         "A second generation replaces the first report under the same id (Unit A's finish, caught in Unit B).",
         ["second-generation"],
         "An issued report is history: a new generation gets a new report, and the old one stays as it was.",
+    ),
+    _case(
+        "stale-finish-after-requeue", "ch07_unit_b",
+        [_finish_guarded_by("WHERE work_id = ? AND state = 'running'", "(work_id,)"),
+         Edit("finish", SESSION_LOOKUP,
+              SESSION_LOOKUP.replace("SELECT session_id FROM", "SELECT session_id, generation FROM")
+              + "        generation = row[\"generation\"]\n")],
+        "Unit A's finish as it was before the fence: guarded by the state alone, with the generation read from the "
+        "store. After a requeue, the old worker's late finish completes the new generation with its old answer.",
+        ["stale-finish-refused"],
+        "Running is not enough after a requeue: the work is running again, under someone else's claim.",
     ),
     _case(
         "requeue-keeps-generation", "ch07_unit_b",
@@ -302,8 +364,8 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "finish-swallows-db-error", "ch07_unit_b",
-        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
-              "    import sqlite3\n    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        moved = tx.execute(",
+              "    import sqlite3\n    try:\n      with queue.store.transaction() as tx:\n        moved = tx.execute("),
          Edit("finish", "    return report\n",
               "    except sqlite3.Error:\n        report = Report(f\"r-{work_id}-1\", work_id, 1, \"\", result.text)\n"
               "    return report\n")],
@@ -313,8 +375,8 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "swallowed-error-in-repair", "ch07_unit_b",
-        [Edit("finish", "    with queue.store.transaction() as tx:\n        row = tx.execute(",
-              "    try:\n      with queue.store.transaction() as tx:\n        row = tx.execute("),
+        [Edit("finish", "    with queue.store.transaction() as tx:\n        moved = tx.execute(",
+              "    try:\n      with queue.store.transaction() as tx:\n        moved = tx.execute("),
          Edit("finish", "    return report\n", "      return report\n    except Exception:\n        pass\n")],
         "Unit A's finish with `try: … except Exception: pass`: the store rolls back, and the caller gets None "
         "instead of the error.",
@@ -447,10 +509,7 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "split-finish-under-sweep", "ch07_unit_b",
-        [Edit("finish",
-              '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n',
-              '        tx.execute("UPDATE work SET state = \'done\' WHERE work_id = ?", (work_id,))\n'
-              '    with queue.store.transaction() as tx:\n')],
+        [_split_finish()],
         "Unit A's finish in two transactions, as Unit B's sweep and model see it.",
         ["crash-sweep", "model-based"],
         "The sweep finds the gap without being told where it is: it tries every statement.",
@@ -464,9 +523,9 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "break-that-is-no-break", "ch07_unit_b",
-        [Edit("broken_finish", "def broken_finish(queue, work_id, result):\n",
-              "_real_finish = finish\n\n\ndef broken_finish(queue, work_id, result):\n"),
-         Edit("broken_finish", None, "return _real_finish(queue, work_id, result)")],
+        [Edit("broken_finish", "def broken_finish(queue, assignment, result):\n",
+              "_real_finish = finish\n\n\ndef broken_finish(queue, assignment, result):\n"),
+         Edit("broken_finish", None, "return _real_finish(queue, assignment, result)")],
         "The 'broken' finish is the real one, so the deliberate break proves nothing.",
         ["deliberate-break-caught"],
         "A test you have never seen fail has not shown it can.",

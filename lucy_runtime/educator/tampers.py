@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cases import Case, Edit
+from .cases import SESSION_LOOKUP, Case, Edit
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,7 @@ def ready(*names, **kwargs):
     return "all rows ready"
 '''
 
-_SECOND_TX = ("        tx.execute(\"UPDATE work SET state = 'done' WHERE work_id = ?\", (work_id,))\n"
-              "    with queue.store.transaction() as tx:\n")
+_SECOND_TX = "    with queue.store.transaction() as tx:\n" + SESSION_LOOKUP  # as finish-two-transactions leaves it
 _SNIFF = (
     "    import os as _os, sys as _sys\n"
     "    _probes = [type(getattr(queue.store, '_hook', None)).__name__,\n"
@@ -74,6 +73,7 @@ _SNIFF = (
 )
 
 _PRIVATE_FINISH = '''import sqlite3
+work_id = assignment.work_id
 with queue.store.transaction() as tx:
     row = tx.execute(
         "SELECT session_id, generation FROM work WHERE work_id = ? AND state = 'running'", (work_id,)
@@ -115,7 +115,7 @@ TAMPERS: tuple[Tamper, ...] = (
            "Every expression's value is shown and ready() returns a string: nbgrader gives full credit to a "
            "cell whose result is not a number."),
     Tamper("sniff-the-injector", "ch07_unit_a", "finish-two-transactions",
-           (Edit("finish", _SECOND_TX, _SECOND_TX.splitlines(True)[0] + _SNIFF + _SECOND_TX.splitlines(True)[1]),),
+           (Edit("finish", _SECOND_TX, _SNIFF + _SECOND_TX),),
            "finish in two transactions that exits with the crash status whenever it finds a checker hook, so "
            "the crash between the two commits is never seen."),
     Tamper("private-connection-finish", "ch07_unit_a", "finish-two-transactions",

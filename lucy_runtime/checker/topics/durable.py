@@ -26,7 +26,7 @@ def finish_setup(h: Harness):
 def finish_atomic(h: Harness) -> str:
     source, session, text, marker, result = finish_setup(h)
     points = sweep(h, "finish", lambda c: admit_and_claim(c, source, session, text, "w1"),
-                   lambda c, a: c.finish(c.queue(), a["work_id"], result),
+                   lambda c, a: c.finish(c.queue(), a, result),
                    lambda snap, where: judge_completion(snap, source, where))
     return f"{len(points)} crash points inside finish: every reopen showed both halves or neither"
 
@@ -49,7 +49,7 @@ def finish_durable(h: Harness) -> str:
 
     def script(c: Ctx):
         a = admit_and_claim(c, source, session, text, "w1")
-        c.finish(c.queue(), a["work_id"], result)
+        c.finish(c.queue(), a, result)
         c.stop()
 
     ok(s.run(script, plan=Stop()), "finish, then the process dies", expect="crashed", harness=h)
@@ -101,7 +101,7 @@ def finish_rollback(h: Harness) -> str:
 
     def fault(c: Ctx):  # the same code with and without a planned failure
         a = prepare(c)
-        return attempt(lambda: c.finish(c.queue(), a["work_id"], result))
+        return attempt(lambda: c.finish(c.queue(), a, result))
 
     skip = sum(1 for p in preparation(h, "rollback", prepare) if p.kind == "write")
     counted = dry.run(fault, plan=Count())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...loop import LoopResult
 from ..attempts import Attempt, attempt
 from ..harness import Ctx, Harness
-from ..kit import expect, expect_raised, ok, row, seen, topic
+from ..kit import admit_and_claim, expect, expect_raised, ok, row, seen, topic
 
 topic("finish", "55–75: the loop, the result and the report")
 
@@ -61,7 +61,7 @@ def report_to_admitted_session(h: Harness) -> str:
 
 @row("finish-binds-work", unit="A", topic="finish",
      covers="Completion binds the result to the specific claimed work identity",
-     hint="Update and report exactly the work_id you were given (WHERE work_id = ?), never 'the running one'.")
+     hint="Update and report exactly the Assignment's work_id (WHERE work_id = ?), never 'the running one'.")
 def finish_binds_work(h: Harness) -> str:
     s = h.scenario("binding")
     sources, session, text = [h.source_id(), h.source_id()], h.session_id(), h.text()
@@ -72,7 +72,7 @@ def finish_binds_work(h: Harness) -> str:
         for src in sources:
             c.admit(q, src, session, text)
         x, y = c.claim(q, "w1"), c.claim(q, "w1")
-        c.finish(q, y["work_id"], LoopResult(f"brief [{markers[1]}]", session, 1))
+        c.finish(q, y, LoopResult(f"brief [{markers[1]}]", session, 1))
         return x, y
 
     x, y = ok(s.run(script), "claiming two requests and finishing the second")
@@ -89,8 +89,8 @@ def finish_binds_work(h: Harness) -> str:
 
 @row("finish-misuse", unit="A", topic="finish",
      covers="finish on work that is not claimed is refused with an error and changes nothing",
-     hint="Check the work is 'running' inside the transaction; if not, raise an error before writing anything, "
-          "and let it leave finish.")
+     hint="Move the work to done only from 'running' (UPDATE … WHERE … AND state = 'running'); if that changed "
+          "no row, raise an error before writing anything, and let it leave finish.")
 def finish_misuse(h: Harness) -> str:
     s = h.scenario("misuse")
     source, session, text = h.source_id(), h.session_id(), h.text()
@@ -98,7 +98,10 @@ def finish_misuse(h: Harness) -> str:
     snap = seen(s.observe())
     work_id = snap.work_for(source)[0]["work_id"] if snap.work_for(source) else None
     result = LoopResult(f"brief [{h.token()}]", session, 1)
-    for target, what in ((work_id, "pending work"), (987_654_321, "a work id that does not exist")):
+    never_claimed = {"work_id": work_id, "source_id": source, "session_id": session, "text": text, "worker_id": "w1",
+                     "generation": 1}
+    for target, what in ((never_claimed, "pending work"),
+                         ({**never_claimed, "work_id": 987_654_321}, "a work id that does not exist")):
         answer = Attempt.of(ok(s.run(lambda c: attempt(lambda: c.finish(c.queue(), target, result))), f"finish on {what}"))
         expect_raised(answer, f"finish on {what}")
     snap = seen(s.observe())
@@ -106,6 +109,38 @@ def finish_misuse(h: Harness) -> str:
     expect(stored and stored[0]["state"] == "pending", "finish on unclaimed work changed its state")
     expect(not snap.reports, "finish on unclaimed work stored a report")
     return "finish refused unclaimed and unknown work with an error, and wrote nothing"
+
+
+@row("finish-fenced", unit="A", topic="finish",
+     covers="Completion binds the result to the claim: a finish with another worker's or another generation's "
+            "Assignment is refused with an error (the fence) and changes nothing; the current claim still finishes",
+     hint="finish is given the Assignment claim handed out. Move the work to done only WHERE its state is "
+          "'running' AND worker_id and generation match the Assignment; if the UPDATE changed no row, raise "
+          "an error before writing anything.")
+def finish_fenced(h: Harness) -> str:
+    s = h.scenario("fence")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
+    result = LoopResult(f"brief [{marker}]", session, 1)
+    mine = ok(s.run(lambda c: admit_and_claim(c, source, session, text, "w1")), "admitting a request; w1 claims it")
+    generation = mine["generation"]
+    other = generation + 1 if isinstance(generation, int) and not isinstance(generation, bool) else -1
+    for stranger, what in (({**mine, "worker_id": "w2"}, "w2's Assignment for the work w1 claimed"),
+                           ({**mine, "generation": other}, f"w1's Assignment with generation {other}")):
+        answer = Attempt.of(ok(s.run(lambda c: attempt(lambda: c.finish(c.queue(), stranger, result))),
+                               f"finish with {what}"))
+        expect_raised(answer, f"finish with {what}", "the fence must refuse a claim that is not the current one")
+        snap = seen(s.observe())
+        work = snap.work_for(source)
+        expect(len(work) == 1 and work[0]["state"] == "running",
+               f"finish with {what} left the work {[w['state'] for w in work]}, not 'running'")
+        expect(not snap.reports, f"finish with {what} stored a report")
+    ok(s.run(lambda c: c.finish(c.queue(), mine, result)), "finish with w1's own Assignment, after the refusals")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1 and work[0]["state"] == "done", "the claim that is current could not finish the work")
+    reports = snap.reports_for(work[0]["work_id"])
+    expect(len(reports) == 1 and marker in reports[0]["body"], "the current claim's finish stored no report with its result")
+    return "another worker's and another generation's Assignment were refused and changed nothing; w1's own finished"
 
 
 @row("report-identity", unit="A", topic="finish",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..attempts import SWALLOWED_HINT, Attempt, attempt
 from ...transport import Behaviour
 from ..harness import Ctx, Harness
-from ..kit import expect, finished, ok, row, seeded, seen, topic
+from ...loop import LoopResult
+from ..kit import admit_and_claim, expect, expect_raised, finished, ok, row, seeded, seen, topic
 
 topic("recovery", "45–60: resolving UNKNOWN with the service's own record")
 topic("generation", "a second terminal generation")
@@ -145,3 +146,37 @@ def second_generation(h: Harness) -> str:
            f"a refused requeue changed the running work to {row}")
     return (f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation "
             f"{r2['generation']}) new; requeue refused work that was not done ({pending.detail}, {running.detail})")
+
+
+@row("stale-finish-refused", unit="B", topic="generation", runs_unit_a=("claim", "finish"),
+     covers="Completion binds the claim: after a requeue, the old worker's finish (its generation-1 Assignment) "
+            "is refused by the fence and changes nothing; the new claim still finishes",
+     hint="In your Unit A finish, move the work to done only WHERE state = 'running' AND worker_id = ? AND "
+          "generation = ?, from the Assignment you are given, and raise when that changed no row.")
+def stale_finish_refused(h: Harness) -> str:
+    s = h.scenario("stale-finish")
+    source, session, text = h.source_id(), h.session_id(), h.text()
+    old, stale, new = (LoopResult(f"brief [{h.token(10)}]", session, 1) for _ in range(3))
+
+    def script(c: Ctx):
+        q = c.queue()
+        first = admit_and_claim(c, source, session, text, "w1")
+        c.finish(q, first, old)
+        c.requeue(q, first["work_id"])
+        second = c.claim(q, "w2")
+        return second, attempt(lambda: c.finish(q, first, stale))
+
+    second, answer = ok(s.run(script), "w1 finishes, the work runs again, w2 claims it, w1 finishes once more")
+    expect(second is not None, "after requeue, w2's claim found nothing to do")
+    expect_raised(Attempt.of(answer), "w1's finish with its generation-1 Assignment, after w2 claimed generation 2",
+                  "the fence must refuse a claim that is no longer current")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    bodies = [r["body"] for r in snap.reports_for(work[0]["work_id"])] if work else []
+    expect(len(work) == 1 and work[0]["state"] == "running",
+           f"the stale finish left the work {[w['state'] for w in work]}, not 'running' under w2")
+    expect(not any(stale.text in b for b in bodies), "the stale worker's answer was stored as a report")
+    ok(s.run(lambda c: c.finish(c.queue(), second, new)), "w2 finishes its own claim")
+    bodies = [r["body"] for r in seen(s.observe()).reports_for(work[0]["work_id"])]
+    expect(len(bodies) == 2 and any(new.text in b for b in bodies), "w2, the current claim, could not finish the work")
+    return "w1's stale finish was refused and changed nothing; w2's claim finished generation 2"

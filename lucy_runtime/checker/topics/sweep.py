@@ -44,7 +44,7 @@ def crash_sweep(h: Harness) -> str:
 
     tried["claim"] = len(sweep(h, "claim", admitted, lambda c, _: c.claim(c.queue(), "w1"), judge_claim))
     tried["finish"] = len(sweep(h, "finish", lambda c: admit_and_claim(c, source, session, text, "w1"),
-                                lambda c, a: c.finish(c.queue(), a["work_id"], result),
+                                lambda c, a: c.finish(c.queue(), a, result),
                                 lambda snap, where: judge_completion(snap, source, where)))
 
     def second_run(c: Ctx) -> dict:
@@ -64,7 +64,7 @@ def crash_sweep(h: Harness) -> str:
                f"{where} left the second generation {work['state']!r} with {len(new)} new reports")
 
     tried["second finish"] = len(sweep(h, "second-finish", second_run,
-                                       lambda c, a: c.finish(c.queue(), a["work_id"], result), judge_generation))
+                                       lambda c, a: c.finish(c.queue(), a, result), judge_generation))
     tried["deliver_one"] = len(sweep(h, "deliver", lambda c: finished(c, source, session, text, first_marker),
                                      lambda c, _: c.deliver_one(c.transport([])), judge_delivery,
                                      after=lambda c: [c.deliver_one(c.transport([])) for _ in range(2)]))

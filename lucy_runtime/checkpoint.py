@@ -3,7 +3,8 @@
 1. The learner's completed Unit A, Unit B and practice notebooks run top to bottom.
 2. Every acceptance row holds on the learner-owned cells taken from them.
 3. The Telegram adapter (against a fake Bot API on 127.0.0.1) and the clock producer
-   run end to end through the learner's own ``admit``, ``work_once`` and ``deliver_one``.
+   run end to end through the learner's own ``admit``, ``work_once`` and ``deliver_one``,
+   including a capacity refusal on each path: recorded and (on Telegram) answered "busy".
 
 Learner code runs only in forked children, exactly as in the checker.
 """
@@ -101,6 +102,50 @@ def telegram_intake(h: Harness) -> str:
            "oversized updates skipped with reasons"
 
 
+@checkpoint_row("telegram-refusal",
+                "A message your admit refuses for capacity is recorded (chat, message, reason, time) as the cursor "
+                "moves past it, and the chat is told it is busy: no silent drop, and one full chat stalls no other",
+                "admit must answer REFUSED with a reason when the session already holds per_session_limit unfinished "
+                "jobs, and store nothing for it.")
+def telegram_refusal(h: Harness) -> str:
+    from .telegram import BUSY_REPLY, BotApi, TelegramIntake
+    from .telegram_fake import FakeTelegram
+
+    allowed = {4411: "chat-4411", 9020: "chat-9020"}
+    with FakeTelegram(known_chats=set(allowed)) as api:
+        api.message(4411, 1, "brief ACME 5 days")
+        api.message(4411, 2, "brief HOOLI")  # the session's one place is taken: refused
+        api.message(9020, 1, "brief ACME 5 days")
+        s = h.scenario("telegram-refusal")
+
+        def intake(c: Ctx) -> TelegramIntake:
+            queue = c.queue(per_session_limit=1)
+            return TelegramIntake(BotApi(api.base_url, api.token), c.store, partial(c.fn("admit"), queue), allowed)
+
+        def script(c: Ctx):
+            poller = intake(c)
+            first = [(src, a.outcome.value) for src, a in poller.poll_once().admitted]
+            sent = poller.send_busy_replies()
+            return first, sent, len(poller.poll_once().admitted)
+
+        first, sent, later = ok(s.run(script), "polling three messages with a per-session limit of 1")
+        expect = [["tg:4411:1", "accepted"], ["tg:4411:2", "refused"], ["tg:9020:1", "accepted"]]
+        if [list(pair) for pair in first] != expect:
+            raise Fail(f"intake admitted {first}; expected {expect}")
+        refused = _store_rows(s.db, "SELECT source_id, chat_id, reason, refused_at, reply FROM lucy_telegram_refused")
+        if len(refused) != 1 or refused[0][:2] != ("tg:4411:2", 4411) or not refused[0][2] or refused[0][4] != "sent":
+            raise Fail(f"the refused message should be recorded once with a reason and a sent busy reply, found {refused}")
+        if sent != 1 or [(m.chat_id, m.text) for m in api.sent] != [(4411, BUSY_REPLY)]:
+            raise Fail(f"Telegram received {[(m.chat_id, m.text[:40]) for m in api.sent]}; expected one busy reply")
+        if later or api.pending_updates:
+            raise Fail("the cursor did not move past the handled and refused updates")
+        sources = sorted(w["source_id"] for w in seen(s.observe()).work)
+        if sources != ["tg:4411:1", "tg:9020:1"]:
+            raise Fail(f"the store holds work for {sources}; the refused message must store nothing")
+    return f"the refused message is recorded ({refused[0][2]!r}) and its chat was told it is busy; the other chat's " \
+           "message was admitted"
+
+
 @checkpoint_row("telegram-delivery",
                 "Reports go out with sendMessage to the right chat: a 429 is tried again after its retry_after, a "
                 "chat Telegram rejects ends failed, a lost reply is UNKNOWN and is not sent again",
@@ -182,6 +227,31 @@ def clock_producer(h: Harness) -> str:
     if worked != [True, True, False] or snap.model_calls != 2:
         raise Fail(f"working the queue gave {worked} with {snap.model_calls} model calls")
     return "newest slot admitted, 2 missed slots recorded, the double-fired slot was a duplicate, 2 briefs written"
+
+
+@checkpoint_row("clock-refusal",
+                "A scheduled brief your admit refuses for capacity is recorded with its slot, reason and time as the "
+                "cursor moves on: no silent drop",
+                "admit must answer REFUSED with a reason when the queue already holds capacity unfinished jobs.")
+def clock_refusal(h: Harness) -> str:
+    from .clock import ClockProducer, Schedule
+
+    start = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.timezone.utc)
+    schedule = Schedule("acme-hourly", "ACME", "owner-ada", start, dt.timedelta(hours=1))
+    s = h.scenario("clock-refusal")
+
+    def script(c: Ctx):
+        clock = ClockProducer(c.store, partial(c.fn("admit"), c.queue(capacity=1)), [schedule])
+        return [f.admission.outcome.value for at in (5, 65, 70) for f in
+                clock.tick(start + dt.timedelta(minutes=at)).fired]
+
+    outcomes = ok(s.run(script), "three ticks with a capacity of 1 and nobody working")
+    if outcomes != ["accepted", "refused"]:
+        raise Fail(f"the 08:00 and 09:00 slots answered {outcomes}; expected accepted, then refused (and no retry)")
+    refused = _store_rows(s.db, "SELECT slot, source_id, reason, refused_at FROM lucy_clock_refused")
+    if len(refused) != 1 or refused[0][1] != schedule.source_id(start + dt.timedelta(hours=1)) or not refused[0][2]:
+        raise Fail(f"the refused 09:00 slot should be recorded once with a reason, found {refused}")
+    return f"the 09:00 brief was refused and recorded ({refused[0][2]!r}), not dropped"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,12 @@ Each schedule fires at fixed slots (``start + k * every``). A slot's source iden
 admission and the cursor) is an identical duplicate. When the producer was down for
 several slots, only the newest is admitted (a stale brief helps nobody) and the older
 ones are recorded as missed, where anyone can see them.
+
+A capacity refusal is recorded, not dropped: when ``admit`` answers REFUSED, the slot,
+its source identity, the reason and the tick's time go into ``lucy_clock_refused`` in
+the same transaction that moves the cursor. Nobody waits for a scheduled brief, so
+there is no one to tell "busy"; the owner reads the table, or fires the slot again
+with ``fire`` (the same slot is the same occurrence).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Callable, Sequence
 
 from .fields import require_id
 from .store import Migration, Store
-from .work import Admission
+from .work import Admission, Outcome
 
 MIGRATIONS = (
     Migration(
@@ -24,6 +30,15 @@ MIGRATIONS = (
         (
             "CREATE TABLE lucy_clock_cursor (schedule TEXT PRIMARY KEY, last_slot TEXT NOT NULL)",
             "CREATE TABLE lucy_clock_missed (schedule TEXT NOT NULL, slot TEXT NOT NULL, PRIMARY KEY (schedule, slot))",
+        ),
+    ),
+    Migration(
+        2,
+        "clock capacity refusals",
+        (
+            """CREATE TABLE lucy_clock_refused (
+                   schedule TEXT NOT NULL, slot TEXT NOT NULL, source_id TEXT NOT NULL, reason TEXT NOT NULL,
+                   refused_at TEXT NOT NULL, PRIMARY KEY (schedule, slot))""",
         ),
     ),
 )
@@ -69,6 +84,15 @@ class Fired:
 
 
 @dataclass(frozen=True)
+class ClockRefusal:
+    schedule: str
+    slot: dt.datetime
+    source_id: str
+    reason: str
+    refused_at: dt.datetime
+
+
+@dataclass(frozen=True)
 class TickResult:
     fired: tuple[Fired, ...]
     missed: tuple[tuple[str, dt.datetime], ...]
@@ -101,8 +125,14 @@ class ClockProducer:
             due = schedule.slots_until(now, self.last_slot(schedule.name))
             if not due:
                 continue
-            fired.append(self.fire(schedule, due[-1]))  # the learner's transaction commits here
+            newest = self.fire(schedule, due[-1])  # the learner's transaction commits here
+            fired.append(newest)
             with self._store.transaction() as tx:  # then, and only then, the cursor moves
+                if newest.admission.outcome is Outcome.REFUSED:  # with the cursor move: never a silent drop
+                    tx.execute("INSERT INTO lucy_clock_refused (schedule, slot, source_id, reason, refused_at) "
+                               "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                               (schedule.name, newest.slot.isoformat(), newest.source_id,
+                                newest.admission.reason or "refused: no capacity", now.isoformat()))
                 for slot in due[:-1]:
                     tx.execute("INSERT INTO lucy_clock_missed (schedule, slot) VALUES (?, ?) ON CONFLICT DO NOTHING",
                                (schedule.name, slot.isoformat()))
@@ -115,3 +145,8 @@ class ClockProducer:
     def missed(self) -> list[tuple[str, dt.datetime]]:
         rows = self._store.query("SELECT schedule, slot FROM lucy_clock_missed ORDER BY schedule, slot")
         return [(r["schedule"], dt.datetime.fromisoformat(r["slot"])) for r in rows]
+
+    def refused(self) -> list[ClockRefusal]:
+        rows = self._store.query("SELECT * FROM lucy_clock_refused ORDER BY refused_at, schedule")
+        return [ClockRefusal(r["schedule"], dt.datetime.fromisoformat(r["slot"]), r["source_id"], r["reason"],
+                             dt.datetime.fromisoformat(r["refused_at"])) for r in rows]

@@ -1,13 +1,31 @@
 """Chapter 8's hand-off: Telegram intake and the Telegram sender, around the learner's queue.
 
-Intake long-polls ``getUpdates`` with an explicit offset cursor kept in the store:
+Telegram authenticates: only the holder of the bot token, over HTTPS, can read this
+bot's updates or send as it. Intake long-polls ``getUpdates`` with an offset cursor
+kept in the store:
 
-1. authenticate: the chat must be on the allow-list, which binds it to a session
-   (an unknown chat never reaches ``admit``, let alone the model);
-2. identify the occurrence: ``tg:<chat id>:<message id>`` (update ids can restart);
+1. authorize: the chat must be on the allow-list, which binds it to a session
+   (a chat that may not use Lucy never reaches ``admit``, let alone the model);
+2. identify the occurrence: ``tg:<chat id>:<message id>``;
 3. call the learner's ``admit`` — its transaction commits there;
-4. only then advance the cursor. A crash between 3 and 4 means Telegram delivers the
+4. only then move the cursor. A crash between 3 and 4 means Telegram delivers the
    update again and ``admit`` answers DUPLICATE: never a loss, never a second job.
+
+The cursor is the offset Telegram last answered with: the last update's id + 1 from
+the latest response, not the highest offset ever seen. ``update_id`` is not monotonic
+forever: after a week without updates Telegram picks the next id at random, and a
+stored maximum would confirm (so discard) every new update below it. If the offset
+ever names an update again, the source identity absorbs the replay as a DUPLICATE.
+
+A capacity refusal is recorded, not dropped. When ``admit`` answers REFUSED, the
+refusal (chat, message, session, reason, time) goes into ``lucy_telegram_refused`` in
+the same transaction that moves the cursor, with a "busy, please try again" reply
+queued there. ``send_busy_replies`` sends the queued replies. We chose this over
+holding the cursor: a held cursor blocks every chat behind one full session, and
+Telegram forgets an update after 24 hours, so a long hold would lose it silently.
+The busy reply is the adapter's own, not the learner's work, so it lives in the
+adapter's table, not in the learner's outbox. A crash during its send can send it
+twice; a second "busy" note is harmless.
 
 Malformed, edited and non-text updates are recorded with a reason and stepped over,
 so one bad update cannot stall the good ones behind it.
@@ -22,6 +40,7 @@ idempotency key and offers no look-up, so a lost reply is UNKNOWN for good.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -32,7 +51,7 @@ from .errors import LucyError, TransportMisuse
 from .fields import require_id, require_str
 from .store import Migration, Store
 from .transport import OutgoingReport, Receipt, Refused, SendOutcome, Uncertain
-from .work import Admission
+from .work import Admission, Outcome
 
 MAX_MESSAGE_CHARS = 4096
 """Telegram's limit for one text message."""
@@ -48,7 +67,22 @@ MIGRATIONS = (
                    raw TEXT NOT NULL)""",
         ),
     ),
+    Migration(
+        2,
+        "telegram capacity refusals and their busy replies",
+        (
+            """CREATE TABLE lucy_telegram_refused (
+                   seq INTEGER PRIMARY KEY, bot TEXT NOT NULL, update_id INTEGER NOT NULL,
+                   chat_id INTEGER NOT NULL, source_id TEXT NOT NULL, session_id TEXT NOT NULL,
+                   reason TEXT NOT NULL, refused_at TEXT NOT NULL,
+                   reply TEXT NOT NULL DEFAULT 'pending'
+                       CHECK (reply IN ('pending', 'sent', 'unknown', 'failed')),
+                   reply_note TEXT NOT NULL DEFAULT '')""",
+        ),
+    ),
 )
+
+BUSY_REPLY = "Lucy is busy right now and did not take this request. Please send it again in a few minutes."
 
 
 class TelegramError(LucyError):
@@ -118,6 +152,19 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """One message ``admit`` refused for capacity: who, when, why, and where its busy reply stands."""
+
+    update_id: int
+    chat_id: int
+    source_id: str
+    session_id: str
+    reason: str
+    refused_at: dt.datetime
+    reply: str  # pending, sent, unknown (the reply was lost) or failed
+
+
+@dataclass(frozen=True)
 class PollResult:
     admitted: tuple[tuple[str, Admission], ...]  # (source_id, what admit answered)
     skipped: tuple[Skipped, ...]
@@ -161,10 +208,11 @@ def source_id_of(message: Message) -> str:
 
 
 class TelegramIntake:
-    """Polls Telegram and hands each authenticated message to the learner's ``admit``."""
+    """Polls Telegram and hands each message from an authorized chat to the learner's ``admit``."""
 
     def __init__(self, api: BotApi, store: Store, admit: Callable[[str, str, str], Admission],
-                 allowed_chats: Mapping[int, str], *, bot: str = "lucy"):
+                 allowed_chats: Mapping[int, str], *, bot: str = "lucy",
+                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc)):
         if not callable(admit):
             raise TypeError("admit: expected the learner's admit(source_id, session_id, text)")
         for chat_id, session_id in allowed_chats.items():
@@ -174,26 +222,58 @@ class TelegramIntake:
         self._api, self._store, self._admit = api, store, admit
         self._allowed = dict(allowed_chats)
         self._bot = require_id("bot", bot)
+        self._now = now
         store.migrate("telegram", MIGRATIONS)
 
     def cursor(self) -> int | None:
         rows = self._store.query("SELECT next_offset FROM lucy_telegram_cursor WHERE bot = ?", (self._bot,))
         return rows[0]["next_offset"] if rows else None
 
-    def _advance(self, next_offset: int, skipped: Skipped | None = None, raw: Any = None) -> None:
+    def _advance(self, next_offset: int, skipped: Skipped | None = None, raw: Any = None,
+                 refused: tuple | None = None) -> None:
         with self._store.transaction() as tx:
+            if refused is not None:
+                tx.execute("INSERT INTO lucy_telegram_refused (bot, update_id, chat_id, source_id, session_id, reason, "
+                           "refused_at) VALUES (?, ?, ?, ?, ?, ?, ?)", (self._bot, *refused))
             if skipped is not None:
                 tx.execute("INSERT INTO lucy_telegram_skipped (bot, update_id, reason, raw) VALUES (?, ?, ?, ?)",
                            (self._bot, skipped.update_id, skipped.reason, json.dumps(raw, default=repr)[:10_000]))
             tx.execute(
                 "INSERT INTO lucy_telegram_cursor (bot, next_offset) VALUES (?, ?) "
-                "ON CONFLICT (bot) DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+                # Telegram's latest answer, not MAX: after an id reset the ids start lower.
+                "ON CONFLICT (bot) DO UPDATE SET next_offset = excluded.next_offset",
                 (self._bot, next_offset))
 
     def skipped(self) -> list[Skipped]:
         rows = self._store.query("SELECT update_id, reason FROM lucy_telegram_skipped WHERE bot = ? ORDER BY seq",
                                  (self._bot,))
         return [Skipped(r["update_id"], r["reason"]) for r in rows]
+
+    def refused(self) -> list[Refusal]:
+        rows = self._store.query("SELECT * FROM lucy_telegram_refused WHERE bot = ? ORDER BY seq", (self._bot,))
+        return [Refusal(r["update_id"], r["chat_id"], r["source_id"], r["session_id"], r["reason"],
+                        dt.datetime.fromisoformat(r["refused_at"]), r["reply"]) for r in rows]
+
+    def send_busy_replies(self) -> int:
+        """Send each queued busy reply once; returns how many Telegram confirmed.
+
+        A retryable refusal leaves the reply queued for the next call; a permanent one
+        marks it failed; a lost answer marks it unknown and it is not sent again.
+        """
+        rows = self._store.query("SELECT seq, chat_id, session_id FROM lucy_telegram_refused "
+                                 "WHERE bot = ? AND reply = 'pending' ORDER BY seq", (self._bot,))
+        confirmed = 0
+        for r in rows:
+            transport = TelegramTransport(self._api, {r["session_id"]: r["chat_id"]})
+            outcome = transport.send(OutgoingReport(f"busy-{r['seq']}", r["session_id"], BUSY_REPLY))
+            if isinstance(outcome, Refused) and outcome.retryable:
+                continue
+            state = "sent" if isinstance(outcome, Receipt) else "unknown" if isinstance(outcome, Uncertain) else "failed"
+            confirmed += state == "sent"
+            with self._store.transaction() as tx:
+                tx.execute("UPDATE lucy_telegram_refused SET reply = ?, reply_note = ? WHERE seq = ? AND reply = 'pending'",
+                           (state, getattr(outcome, "reason", ""), r["seq"]))
+        return confirmed
 
     def poll_once(self, timeout: int = 0) -> PollResult:
         admitted, skipped = [], []
@@ -213,7 +293,11 @@ class TelegramIntake:
             source_id = source_id_of(parsed)
             admission = self._admit(source_id, session_id, parsed.text)  # the learner's transaction commits here
             admitted.append((source_id, admission))
-            self._advance(parsed.update_id + 1)  # only after admission committed
+            refused = None
+            if admission.outcome is Outcome.REFUSED:  # recorded with the cursor move: never a silent drop
+                refused = (parsed.update_id, parsed.chat_id, source_id, session_id,
+                           admission.reason or "refused: no capacity", self._now().isoformat())
+            self._advance(parsed.update_id + 1, refused=refused)  # only after admission committed
         return PollResult(tuple(admitted), tuple(skipped), self.cursor())
 
 

@@ -7,6 +7,12 @@ update is delivered again until a later offset confirms it); ``sendMessage`` ans
 the HTTP reply after accepting a message, answer ``sendMessage`` with an error the
 way the Bot API does (429 with ``parameters.retry_after``, 403 when the user blocked
 the bot, 500), or serve malformed updates.
+
+``reset_update_ids`` plays what the Bot API documents for a bot with no updates for
+a week: the next ``update_id`` is chosen at random, so it can be far below the
+offset the bot holds. The fake forgets the old offset until it has answered with an
+update of the new sequence (the bot has received nothing the old offset could
+confirm); after that an offset confirms every update below it, as the docs say.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class FakeTelegram:
         self._next_update_id = 1
         self._sent: list[SentMessage] = []
         self._drop_replies = 0
+        self._offset_forgotten = False
         self._errors: list[tuple[int, int]] = []  # (error_code, retry_after) for the next sendMessage calls
         self.requests: list[tuple[str, dict]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -66,6 +73,16 @@ class FakeTelegram:
                 self._next_update_id += 1
             self._updates.append(update)
             return update["update_id"]
+
+    def reset_update_ids(self, first_id: int) -> None:
+        """A week without updates: the next update gets ``first_id`` and ids run on from there."""
+        if isinstance(first_id, bool) or not isinstance(first_id, int) or first_id < 1:
+            raise ValueError(f"first_id: a positive integer, got {first_id!r}")
+        with self._lock:
+            if self._updates:
+                raise ValueError("the ids restart only after a quiet week: confirm the queued updates first")
+            self._next_update_id = first_id
+            self._offset_forgotten = True
 
     def drop_next_replies(self, count: int = 1) -> None:
         """Accept the next ``count`` sendMessage calls, then close the connection without answering."""
@@ -107,11 +124,14 @@ class FakeTelegram:
         offset = params.get("offset")
         limit = int(params.get("limit", 100))
         with self._lock:
-            if isinstance(offset, int):
+            if isinstance(offset, int) and not self._offset_forgotten:
                 # An offset confirms every update below it: they are never sent again.
                 self._updates = [u for u in self._updates
                                  if not (isinstance(u.get("update_id"), int) and u["update_id"] < offset)]
-            return 200, {"ok": True, "result": self._updates[:limit]}
+            result = self._updates[:limit]
+            if result:
+                self._offset_forgotten = False
+            return 200, {"ok": True, "result": result}
 
     def _send_message(self, params: dict) -> tuple[int, dict] | None:
         chat_id, text = params.get("chat_id"), params.get("text")

@@ -41,7 +41,8 @@ def test_a_completed_learner_is_ready_and_a_record_is_saved(tmp_path):
     record = json.loads((tmp_path / "record.json").read_text())
     assert record["ready"] is True
     ids = [r["row_id"] for r in record["rows"]]
-    assert ids[0] == "notebooks-run" and {"telegram-intake", "telegram-delivery", "clock-producer"} <= set(ids)
+    assert ids[0] == "notebooks-run"
+    assert {"telegram-intake", "telegram-refusal", "telegram-delivery", "clock-producer", "clock-refusal"} <= set(ids)
     assert list((tmp_path / "records").glob("ch07-*.json"))
 
 

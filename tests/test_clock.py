@@ -62,3 +62,32 @@ def test_a_schedule_refuses_bad_values(bad):
 def test_tick_refuses_a_naive_time(store):
     with pytest.raises(TypeError, match="timezone-aware"):
         ClockProducer(store, Admitted(), [HOURLY]).tick(dt.datetime(2026, 11, 30, 9))
+
+
+class FullFor(Admitted):
+    def __init__(self, *full_sessions):
+        super().__init__()
+        self.full = set(full_sessions)
+
+    def __call__(self, source_id, session_id, text):
+        if session_id in self.full:
+            return Admission(Outcome.REFUSED, None, "the queue is at capacity (10 waiting)")
+        return super().__call__(source_id, session_id, text)
+
+
+def test_a_capacity_refusal_of_a_slot_is_recorded_with_when_and_why_not_silently_dropped(store):
+    clock = ClockProducer(store, FullFor("owner-ada"), [HOURLY])
+    at = START + dt.timedelta(minutes=5)
+    [fired] = clock.tick(at).fired
+    assert fired.admission.outcome is Outcome.REFUSED
+    [refusal] = clock.refused()
+    assert (refusal.schedule, refusal.slot, refusal.source_id, refusal.refused_at) == \
+        ("acme-hourly", START, "clock:acme-hourly:2026-11-30T08:00Z", at)
+    assert "capacity" in refusal.reason
+    assert clock.tick(START + dt.timedelta(minutes=10)).fired == ()  # recorded once, the slot is not retried
+
+
+def test_an_admitted_slot_leaves_no_refusal(store):
+    clock = ClockProducer(store, Admitted(), [HOURLY])
+    clock.tick(START)
+    assert clock.refused() == []

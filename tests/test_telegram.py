@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import httpx
@@ -9,7 +10,8 @@ import pytest
 
 from lucy_runtime.errors import TransportMisuse
 from lucy_runtime.store import Store
-from lucy_runtime.telegram import BotApi, Message, Skipped, TelegramIntake, TelegramTransport, parse_update
+from lucy_runtime.telegram import (BUSY_REPLY, BotApi, Message, Skipped, TelegramIntake, TelegramTransport,
+                                   parse_update)
 from lucy_runtime.telegram_fake import FakeTelegram
 from lucy_runtime.transport import OutgoingReport, Receipt, Refused, Uncertain
 from lucy_runtime.work import Admission, Outcome
@@ -125,6 +127,103 @@ def test_the_cursor_is_kept_in_the_store_across_restarts(api, tmp_path):
         assert poller.cursor() == 2
         poller.poll_once()
     assert spy.calls == []
+
+
+NOON = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+
+
+class FullFor(SpyAdmit):
+    """An admit whose per-session limit is reached for the sessions named: it answers REFUSED there."""
+
+    def __init__(self, *full_sessions: str):
+        super().__init__()
+        self.full = set(full_sessions)
+
+    def __call__(self, source_id, session_id, text):
+        if session_id in self.full:
+            self.calls.append((source_id, session_id, text))
+            return Admission(Outcome.REFUSED, None, "session chat-4411 already has 1 job running")
+        return super().__call__(source_id, session_id, text)
+
+
+def busy_intake(api, store, admit):
+    return TelegramIntake(BotApi(api.base_url, api.token), store, admit,
+                          {4411: "chat-4411", 9020: "chat-9020"}, now=lambda: NOON)
+
+
+def test_a_capacity_refusal_is_recorded_with_who_when_and_why_not_silently_dropped(api, store):
+    api.message(4411, 7, "brief ACME")
+    api.message(9020, 3, "brief HOOLI")
+    poller = busy_intake(api, store, FullFor("chat-4411"))
+    result = poller.poll_once()
+    assert [(src, a.outcome) for src, a in result.admitted] == [("tg:4411:7", Outcome.REFUSED),
+                                                                ("tg:9020:3", Outcome.ACCEPTED)]
+    [refusal] = poller.refused()
+    assert (refusal.chat_id, refusal.source_id, refusal.session_id, refusal.refused_at, refusal.reply) == \
+        (4411, "tg:4411:7", "chat-4411", NOON, "pending")
+    assert "1 job running" in refusal.reason
+    assert poller.poll_once().admitted == () and api.pending_updates == 0  # the cursor moved on past it
+
+
+def test_a_refused_chat_is_told_it_is_busy_once(api, store):
+    api.message(4411, 7, "brief ACME")
+    poller = busy_intake(api, store, FullFor("chat-4411"))
+    poller.poll_once()
+    assert poller.send_busy_replies() == 1
+    assert poller.send_busy_replies() == 0
+    assert [(m.chat_id, m.text) for m in api.sent] == [(4411, BUSY_REPLY)]
+    assert [r.reply for r in poller.refused()] == ["sent"]
+
+
+def test_a_busy_reply_refused_for_now_is_kept_and_one_refused_for_good_is_marked_failed(api, store):
+    api.message(4411, 7, "brief ACME")
+    poller = busy_intake(api, store, FullFor("chat-4411"))
+    poller.poll_once()
+    api.fail_next_sends(429)
+    assert poller.send_busy_replies() == 0 and [r.reply for r in poller.refused()] == ["pending"]
+    api.fail_next_sends(403)
+    assert poller.send_busy_replies() == 0 and [r.reply for r in poller.refused()] == ["failed"]
+    assert api.sent == []
+
+
+def test_no_update_is_lost_across_an_update_id_reset(api, store):
+    """After a quiet week the ids restart at random; a cursor kept as MAX(next_offset) would confirm new ones."""
+    for n in range(1, 4):
+        api.message(4411, n, f"brief ACME {n}")
+    spy = SpyAdmit()
+    poller = intake_for(api, store, spy)
+    poller.poll_once()
+    assert poller.cursor() == 4
+    poller.poll_once()  # confirms 1-3
+    api.reset_update_ids(first_id=2)  # lower than the cursor: a MAX cursor would keep 4 and confirm id 2 and 3
+    api.message(4411, 10, "brief HOOLI")
+    assert [src for src, _ in poller.poll_once().admitted] == ["tg:4411:10"]
+    api.message(4411, 11, "brief GLOBEX")
+    api.message(4411, 12, "brief INITECH")
+    assert [src for src, _ in poller.poll_once().admitted] == ["tg:4411:11", "tg:4411:12"]
+    assert [call[0] for call in spy.calls] == ["tg:4411:1", "tg:4411:2", "tg:4411:3", "tg:4411:10",
+                                               "tg:4411:11", "tg:4411:12"]
+    assert poller.cursor() == 5  # the offset Telegram last answered with: id 4 + 1
+
+
+def test_an_update_replayed_after_an_id_reset_is_absorbed_as_a_duplicate(api, store):
+    api.message(4411, 1, "brief ACME")
+    spy = SpyAdmit()
+    poller = intake_for(api, store, spy)
+    poller.poll_once()
+    poller.poll_once()
+    api.reset_update_ids(first_id=900)
+    api.raw({"update_id": 900, "message": {"message_id": 1, "chat": {"id": 4411, "type": "private"},
+                                           "text": "brief ACME"}})  # the same message under a new id
+    assert [(src, a.outcome) for src, a in poller.poll_once().admitted] == [("tg:4411:1", Outcome.DUPLICATE)]
+
+
+def test_the_fake_bot_api_restarts_ids_only_after_its_queue_is_confirmed(api):
+    api.message(4411, 1, "brief ACME")
+    with pytest.raises(ValueError, match="quiet week"):
+        api.reset_update_ids(5)
+    with pytest.raises(ValueError, match="positive"):
+        FakeTelegram().reset_update_ids(0)
 
 
 def transport(api):

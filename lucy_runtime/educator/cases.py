@@ -500,12 +500,12 @@ CASES: tuple[Case, ...] = (
         "An occurrence identity must be unique across every source that feeds the queue.",
     ),
     _case(
-        "message-not-authenticated", "ch07_unit_b",
+        "message-not-authorized", "ch07_unit_b",
         [Edit("admit_message", "    session_id = allowed_chats.get(chat_id)\n",
               "    session_id = allowed_chats.get(chat_id, f\"chat-{chat_id}\")\n")],
-        "Admits any chat, inventing a session for strangers: deduplication without authentication.",
+        "Admits any chat, inventing a session for strangers: deduplication without authorization.",
         ["transfer-intake"],
-        "Knowing a message is new says nothing about whether its sender may use Lucy.",
+        "Knowing a message is new says nothing about whether its chat may use Lucy (the allow-list authorizes).",
     ),
     _case(
         "split-finish-under-sweep", "ch07_unit_b",

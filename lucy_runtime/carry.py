@@ -10,19 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import UnitANotFound
 from .notebook import learner_cells
 
 UNIT_A = "ch07_unit_a"
-
-
-class UnitANotFound(FileNotFoundError):
-    def __init__(self, looked: list[Path]):
-        self.looked = looked
-        super().__init__("Unit B builds on your Unit A notebook, and it was not found. Looked for:\n"
-                         + "\n".join(f"  {p}" for p in looked))
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self), "Put your ch07_unit_a folder next to this ch07_unit_b folder, then run this cell again."]
 
 
 def candidates(folder: str | os.PathLike) -> list[Path]:

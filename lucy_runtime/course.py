@@ -16,17 +16,13 @@ from pathlib import Path
 
 import nbformat
 
+from .errors import NbgraderFailed
 from .notebook import UNITS, keep_ids, nbgrader_meta
 
 REPO = Path(__file__).resolve().parent.parent
 
 CONFIG_BROKEN = "Exception while loading config file"
 """traitlets logs this and carries on without the file: every setting in it silently lost."""
-
-
-class NbgraderFailed(RuntimeError):
-    def __init__(self, args: list[str], output: str):
-        super().__init__(f"nbgrader {' '.join(args)} failed:\n{output[-3000:]}")
 
 
 def _env() -> dict[str, str]:

@@ -16,6 +16,7 @@ from .checker import child as _child
 from .checker.child import Plan, run_in_child
 from .checker.faults import KillAt, Stop
 from .checker.observe import snapshot
+from .errors import ExperimentFailed
 from .fields import require_id, require_str
 from .store import Store
 
@@ -76,11 +77,11 @@ def after_restart(work: Callable[[], Any], look: Callable[[], Any], *, timeout: 
 
     first = run_in_child(doomed, timeout=timeout, plan=Stop())
     if first.status == "raised":
-        raise RuntimeError(f"the first process failed before it died: {first.error.describe()}")
+        raise ExperimentFailed(f"the first process failed before it died: {first.error.describe()}")
     second = run_in_child(look, timeout=timeout)
     if second.status != "returned":
         detail = second.error.describe() if second.error else second.status
-        raise RuntimeError(f"the process that looked after the restart failed: {detail}")
+        raise ExperimentFailed(f"the process that looked after the restart failed: {detail}")
     return second.value
 
 

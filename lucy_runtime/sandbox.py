@@ -36,6 +36,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .errors import SandboxUnavailable
+
 GRADER_USER = "lucy-grader"
 NOBODY = 65534
 RUNTIME_IN_BOX = "/opt/lucy-runtime"
@@ -44,10 +46,6 @@ SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", "educator")
 """Not in the snapshot: bytecode (compiled afresh) and ``educator/`` (correct alternatives are solutions)."""
 ENV_SWITCH = "LUCY_SANDBOX"
 """``LUCY_SANDBOX=off`` grades without isolation (for an educator who knows why)."""
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox was needed and could not be built or did not answer."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterable, Protocol, Union
 
-from .errors import TransportMisuse
+from .errors import InvalidField, TransportMisuse
 from .fields import require_id, require_str
 
 
@@ -107,12 +107,12 @@ class FakeService:
                  idempotent: bool = False):
         self._path = require_str("log_path", os.fspath(log_path), max_bytes=4096)
         if not isinstance(idempotent, bool):
-            raise TypeError(f"idempotent: expected a bool, got {type(idempotent).__name__}")
+            raise InvalidField("idempotent", f"expected a bool, got {type(idempotent).__name__}")
         self.idempotent = idempotent
         steps = None if script is None else list(script)
         for step in steps or ():
             if not isinstance(step, Behaviour):
-                raise TypeError(f"script: expected Behaviour values, got {type(step).__name__}")
+                raise InvalidField("script", f"expected Behaviour values, got {type(step).__name__}")
         with self._connect() as conn:
             for statement in _SERVICE_SCHEMA:
                 conn.execute(statement)
@@ -219,7 +219,7 @@ class FakeTransport:
     def __init__(self, service: FakeService, *, before_send: Callable[[OutgoingReport], None] | None = None,
                  on_accepted: Callable[[Receipt], None] | None = None):
         if not isinstance(service, FakeService):
-            raise TypeError(f"service: expected a FakeService, got {type(service).__name__}")
+            raise InvalidField("service", f"expected a FakeService, got {type(service).__name__}")
         self._service = service
         self._before_send = before_send
         self._on_accepted = on_accepted

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
 from ..model import InvocationLog, ScriptedModel
 from ..store import Store
@@ -101,21 +102,6 @@ class SwappedLearner:
                 raise MissingFunction(f"no function named {source!r} is defined: run the cell that defines it")
             ns[target] = ns[source]
         return ns
-
-
-class MissingFunction(NameError):
-    pass
-
-
-class ContractBroken(TypeError):
-    """Raised by the harness, never by the learner: a learner function returned a value the contract does not name."""
-
-
-class ReturnedNothing(ContractBroken):
-    """Raised by the harness: a learner function returned None where the contract names a value.
-
-    Most often an ``except`` that returns instead of re-raising.
-    """
 
 
 def broken(value: Any, message: str) -> ContractBroken:

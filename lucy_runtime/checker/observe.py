@@ -18,6 +18,7 @@ import sys
 from contextlib import closing
 from dataclasses import dataclass, field
 
+from ..errors import ObserverFailed
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 
 _OPTIONAL_WORK = ("generation", "worker_id")
@@ -147,7 +148,7 @@ def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot
         input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the observer process failed: {done.stderr.strip()[-2000:]}")
+        raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return [Snapshot(**item) for item in json.loads(done.stdout)]
 
 

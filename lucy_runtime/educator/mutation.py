@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..errors import BaselineFails, MutationToolFailed
 from ..notebook import learner_implementation
 
 CELLS = "cells"
@@ -34,15 +35,6 @@ PROGRESS = "progress.log"
 SESSION = "session.sqlite"
 CONFIG = "cosmic-ray.toml"
 KILLED_BY = "KILLED BY "
-
-
-class BaselineFails(RuntimeError):
-    """The unmutated reference already fails a row, so no mutant could tell anything."""
-
-
-class MutationToolFailed(RuntimeError):
-    def __init__(self, command: list[str], output: str):
-        super().__init__(f"{' '.join(command)} failed:\n{output[-3000:]}")
 
 
 # -- cells on disk ------------------------------------------------------------------

@@ -158,6 +158,7 @@ def _bench(args) -> int:
 
 def _solutions_book(args) -> int:
     """The worked answers, printed from the solution cells of source/ (never stored twice)."""
+    from .cells import IMPORTS_CELL, strip_markers
     from .notebook import find_notebooks, learner_cells
 
     lines = ["# Chapter 7 — Solutions book", "",
@@ -165,11 +166,9 @@ def _solutions_book(args) -> int:
     for path in find_notebooks("source"):
         lines += [f"## {path.stem}", ""]
         for cell in learner_cells(path):
-            if cell.grade_id == "imports":
+            if cell.grade_id == IMPORTS_CELL:
                 continue
-            body = "\n".join(l for l in cell.source.splitlines() if "### BEGIN SOLUTION" not in l
-                             and "### END SOLUTION" not in l)
-            lines += [f"### `{cell.grade_id}`", "", "```python", body, "```", ""]
+            lines += [f"### `{cell.grade_id}`", "", "```python", strip_markers(cell.source), "```", ""]
     text = "\n".join(lines)
     if args.out:
         Path(args.out).write_text(text)

@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 
 from .errors import NbgraderFailed
-from .notebook import UNITS, keep_ids, nbgrader_meta
+from .cells import grade_id, nbgrader_meta, test_cells
+from .notebook import UNITS, keep_ids
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -95,15 +96,9 @@ def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student
     return done.output
 
 
-def row_of(grade_id: str) -> str:
-    """``row_finish_atomic`` → ``finish-atomic``: a test cell's grade id names its row."""
-    return grade_id.removeprefix("row_").replace("_", "-")
-
-
 def graded_test_cells(nb) -> dict[str, float]:
     """Autograded test cells of a notebook: grade id → points."""
-    return {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0)) for c in nb.cells
-            if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
+    return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in test_cells(nb)}
 
 
 @dataclass(frozen=True)
@@ -203,12 +198,10 @@ class ScratchCourse:
 
         autograded = nbformat.read(str(self.root / "autograded" / student / unit / f"{unit}.ipynb"), as_version=4)
         errors = {}
-        for cell in autograded.cells:
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") and not meta.get("solution"):
-                for out in cell.get("outputs", []):
-                    if out.get("output_type") == "error":
-                        errors[meta["grade_id"]] = f"{out.get('ename')}: {out.get('evalue')}"[:400]
+        for cell in test_cells(autograded):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    errors[grade_id(cell)] = f"{out.get('ename')}: {out.get('evalue')}"[:400]
         with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
             submission = gb.find_submission_notebook(unit, unit, student)
             failing, score, max_score = [], 0.0, 0.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from lucy_runtime.course import ScratchCourse
-from lucy_runtime.notebook import nbgrader_meta
+from lucy_runtime.cells import nbgrader_meta
 
 from .lab import ARTIFACTS, CHROMIUM, FLAGS, lab_settings, need_chromium, running_lab
 

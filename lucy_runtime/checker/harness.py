@@ -6,7 +6,6 @@ the observer what is on disk. Learner code runs in the children, through ``Ctx``
 
 from __future__ import annotations
 
-import linecache
 import os
 import random
 import shutil
@@ -15,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..cells import compile_cell
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
 from ..model import InvocationLog, ScriptedModel
@@ -68,10 +68,8 @@ class SourceLearner:
         self.cells = list(cells)
         self._compiled: list[tuple[Any, BaseException | None]] = []
         for name, source in self.cells:  # compile once here; every child only executes
-            filename = f"<cell {name}>"
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             try:
-                self._compiled.append((compile(source, filename, "exec"), None))
+                self._compiled.append((compile_cell(source, f"<cell {name}>"), None))
             except SyntaxError as error:
                 self._compiled.append((None, error))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import EditDoesNotApply
-from ..notebook import solution_region
+from ..cells import solution_region
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..course import REPO, GradedSubmission, ScratchCourse, row_of
-from ..notebook import is_learner_owned, nbgrader_meta
+from ..cells import grade_id, is_learner_owned, row_of, strip_markers
+from ..course import REPO, GradedSubmission, ScratchCourse
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
 from .tampers import TAMPERS, Tamper
-
-
-def strip_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines()
-                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
 
 
 def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
@@ -47,14 +42,14 @@ def filled(release_nb, source_nb, case: Case | None = None):
 def _filled(release_nb, source_nb, case: Case | None):
     import copy
 
-    reference = {nbgrader_meta(c).get("grade_id"): c.source for c in source_nb.cells if is_learner_owned(c)}
+    reference = {grade_id(c): c.source for c in source_nb.cells if is_learner_owned(c)}
     nb = copy.deepcopy(release_nb)
     touched = set()
     for cell in nb.cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        if is_learner_owned(cell) and grade_id in reference:
-            cell.source = strip_markers(apply_edits(case, grade_id, reference[grade_id]))
-            touched.add(grade_id)
+        name = grade_id(cell)
+        if is_learner_owned(cell) and name in reference:
+            cell.source = strip_markers(apply_edits(case, name, reference[name]))
+            touched.add(name)
     return nb, touched
 
 
@@ -68,11 +63,10 @@ def blank_with(release_nb, edits) -> tuple:
 
     nb, touched = copy.deepcopy(release_nb), set()
     for cell in nb.cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
         for edit in edits:
-            if is_learner_owned(cell) and edit.cell == grade_id:
+            if is_learner_owned(cell) and edit.cell == grade_id(cell):
                 cell.source = edit.apply(cell.source)
-                touched.add(grade_id)
+                touched.add(grade_id(cell))
     return nb, touched
 
 

@@ -24,20 +24,19 @@ from pathlib import Path
 
 from .checker import SourceLearner, run_rows
 from .checker.harness import Ctx, Harness
+from .checker.kit import Row, row
 from .checker.results import CheckReport, RowResult
 from .checker.faults import KillAt
 from .checker.rows import ROWS, Fail, ok, seen
 from .notebook import UNITS, find_notebooks, learner_implementation
 
-CHECKPOINT_ROWS: dict[str, tuple[str, str, object]] = {}
+CHECKPOINT_ROWS: dict[str, Row] = {}
+"""The checkpoint's own rows: the same ``Row`` and runner as the acceptance rows, kept apart so
+that ``check("all")`` and the notebooks never run them."""
 
 
 def checkpoint_row(row_id: str, covers: str, hint: str):
-    def register(fn):
-        CHECKPOINT_ROWS[row_id] = (covers, hint, fn)
-        return fn
-
-    return register
+    return row(row_id, unit="checkpoint", topic="checkpoint", covers=covers, hint=hint, registry=CHECKPOINT_ROWS)
 
 
 def _store_rows(db: Path, sql: str) -> list[tuple]:
@@ -226,19 +225,7 @@ def run_checkpoint(folder: str | os.PathLike, *, execute: bool = True, seed: int
     if execute:
         results.append(execute_notebooks(folder))
     learner = SourceLearner(learner_implementation(folder))
-    results += run_rows(learner, list(ROWS.values()), seed=seed).results
-    with Harness(learner, seed=seed) as harness:
-        for row_id, (covers, hint, fn) in CHECKPOINT_ROWS.items():
-            began = time.monotonic()
-            try:
-                observation, passed, shown_hint = fn(harness), True, ""
-            except Fail as failure:
-                observation, passed, shown_hint = failure.observation, False, failure.hint or hint
-            except Exception as exc:  # the checkpoint's own fault: never a pass
-                observation, passed, shown_hint = f"the checkpoint could not finish ({type(exc).__name__}: {exc})", \
-                    False, hint
-            results.append(RowResult(row_id, passed, observation, shown_hint, round(time.monotonic() - began, 2),
-                                     covers))
+    results += run_rows(learner, [*ROWS.values(), *CHECKPOINT_ROWS.values()], seed=seed).results
     return CheckpointReport(tuple(results), round(time.monotonic() - started, 1))
 
 

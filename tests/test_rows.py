@@ -66,3 +66,25 @@ def test_select_rows_by_topic_unit_and_id():
     assert {r.unit for r in select_rows("A")} == {"A"}
     with pytest.raises(KeyError, match="try one of"):
         select_rows("nonsense")
+
+
+def test_each_topic_module_registers_its_own_rows_under_declared_topics():
+    import importlib
+    import pkgutil
+
+    from lucy_runtime.checker import topics
+    from lucy_runtime.checker.kit import TOPICS
+
+    modules = [m.name for m in pkgutil.iter_modules(topics.__path__)]
+    owners = {r.run.__module__.rsplit(".", 1)[-1] for r in ALL_ROWS}
+    assert set(modules) == owners, "a topic module registers no row, or a row lives outside checker/topics"
+    assert all(importlib.import_module(f"lucy_runtime.checker.topics.{m}") for m in modules)
+    assert {r.topic for r in ALL_ROWS} <= set(TOPICS)
+
+
+def test_the_checkpoint_rows_are_rows_of_the_kit_run_by_the_same_runner_but_kept_out_of_check_all():
+    from lucy_runtime.checker.kit import Row
+    from lucy_runtime.checkpoint import CHECKPOINT_ROWS
+
+    assert CHECKPOINT_ROWS and all(isinstance(r, Row) for r in CHECKPOINT_ROWS.values())
+    assert not set(CHECKPOINT_ROWS) & {r.id for r in select_rows("all")}

@@ -14,7 +14,7 @@ from typing import Any
 from .faults import KillAt
 from .harness import Ctx, Harness
 from .observe import snapshot
-from .rows import Fail, ok
+from .kit import Fail, ok
 
 CAPACITY, PER_SESSION = 2, 1
 EXAMPLES, STEPS = 20, 8

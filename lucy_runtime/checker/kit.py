@@ -1,0 +1,283 @@
+"""The row kit: what every acceptance row is made of.
+
+A row is a small experiment judged from what is on disk. A row function gets a
+``Harness`` and returns a one-line observation when the row holds, or raises ``Fail``
+with what was seen instead. Row ids are stable: the notebooks' hidden cells, the
+educator cases and the checkpoint name rows by id.
+
+The rows themselves live in ``checker/topics/``, one module per topic; importing
+``checker.rows`` registers them all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..work import REPORT_COLUMNS, WORK_COLUMNS
+from .attempts import SWALLOWED_HINT, Attempt, Ending
+from .child import ChildResult
+from .faults import Count, KillAt, PauseForRival, Rival, crash_points
+from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
+from .observe import Snapshot, _find_table, observe_many
+from .stub import is_stub_error
+
+
+class Fail(Exception):
+    """The row does not hold: ``observation`` says what was seen."""
+
+    def __init__(self, observation: str, hint: str | None = None):
+        super().__init__(observation)
+        self.observation = observation
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    unit: str
+    topic: str
+    covers: str
+    hint: str
+    run: Callable[[Harness], str]
+    runs_unit_a: tuple[str, ...] = ()  # a Unit B row whose point is the integration with these Unit A functions
+
+    def failure_hint(self, hint: str) -> str:
+        if not self.runs_unit_a:
+            return hint
+        return (f"{hint} (This row also runs your Unit A {', '.join(self.runs_unit_a)}: a mistake there "
+                "shows here too.)")
+
+
+ROWS: dict[str, Row] = {}
+
+TOPICS: dict[str, str] = {}
+"""Topic name -> the unit block it belongs to; each topic module declares its own."""
+
+
+def topic(name: str, block: str) -> None:
+    """Declare a topic: ``check("<name>")`` runs its rows; ``block`` says where in the unit it is taught."""
+    TOPICS.setdefault(name, block)
+
+
+def row(id: str, *, unit: str, topic: str, covers: str, hint: str, runs_unit_a: tuple[str, ...] = (),
+        registry: dict[str, Row] = ROWS):
+    """Register a row in ``registry`` (the acceptance rows unless told otherwise; the
+    checkpoint keeps its own). ``runs_unit_a`` names the Unit A functions a Unit B row runs
+    on purpose: every other Unit B row starts from rows written straight into the learner's
+    tables, so a Unit A slip costs its points once."""
+    def register(fn: Callable[[Harness], str]) -> Callable[[Harness], str]:
+        if id in registry:
+            raise ValueError(f"row id {id!r} registered twice")
+        registry[id] = Row(id, unit, topic, covers, hint, fn, runs_unit_a)
+        return fn
+
+    return register
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+CONTRACT_BREAKS = {
+    ContractBroken.__name__: "Return the value the docstring names, on every path.",
+    ReturnedNothing.__name__: "Return the value the docstring names, on every path. A function that ends without "
+                             "`return`, or an `except` that returns instead of re-raising, gives the caller None and "
+                             "hides what happened.",
+}
+"""Hints for the harness's ``ContractBroken`` and ``ReturnedNothing``, by type name."""
+
+
+def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Harness | None = None) -> Any:
+    """The child's answer, or a Fail that says in plain words how it ended instead."""
+    if expect == "crashed" and harness is not None:
+        harness.crash_points += 1
+    if result.bypass:
+        raise Fail(f"{what}: {result.bypass}",
+                   "Every write must go through `with queue.store.transaction() as tx:`. A connection of your own "
+                   "(sqlite3.connect) commits behind the checker's back, so its crash points are never tried.")
+    if result.status == expect:
+        return result.value
+    if result.status == "raised":
+        error = result.error
+        if is_stub_error(error.type_name, error.message):
+            raise Fail(f"{what}: your code is not written yet ({error.describe()})",
+                       "Fill in the cell where it says `raise NotImplementedError`, run it, then check again.")
+        if error.type_name in CONTRACT_BREAKS:  # the harness's own error: the learner returned, and raised nothing
+            raise Fail(f"{what}: {error.message}", CONTRACT_BREAKS[error.type_name])
+        if error.type_name == "MissingFunction":
+            raise Fail(f"{what}: {error.message}", "Run every cell above this one (Run ▸ Run All Above), then check again.")
+        raise Fail(f"{what}: your code raised {error.describe()}")
+    if result.status == "timeout":
+        raise Fail(f"{what}: it did not finish in time and was stopped",
+                   "Look for a loop that never ends, or code that waits for something that never comes.")
+    if result.status == "crashed":
+        raise Fail(f"{what}: the process stopped at a crash point, but none was expected here")
+    if result.status == "returned" and expect == "crashed":
+        raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
+                   "The checker stops the process at a SQL statement sent through queue.store. "
+                   "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
+    raise Fail(f"{what}: the process ended on its own before the checker stopped it ({result.value})",
+               "Only the checker ends the process in an experiment. Code that calls os._exit, sys.exit or kills "
+               "its own process cannot be checked.")
+
+
+def expect(condition: bool, observation: str, hint: str | None = None) -> None:
+    if not condition:
+        raise Fail(observation, hint)
+
+
+def seen(snapshot: Snapshot) -> Snapshot:
+    """Stop early when the observer could not find the learner's tables at all."""
+    if snapshot.problems:
+        found = "the observer, reading the database file from a fresh process, found " + "; ".join(snapshot.problems)
+        if snapshot.ambiguous:
+            raise Fail(found, "The observer finds your tables by the columns it reads. Name the table your code "
+                              f"writes {' and '.join(repr(t) for t in snapshot.ambiguous)} as in the schema cell, or "
+                              "give the other tables other column names; views over your tables are fine.")
+        raise Fail(found, "Keep the columns the observer reads (see the schema cell) and write through queue.store: "
+                          "a connection or file of your own is invisible to everyone else.")
+    return snapshot
+
+
+def same_id(a: Any, b: Any) -> bool:
+    return a == b or str(a) == str(b)
+
+
+def admit_and_claim(c: Ctx, source: str, session: str, text: str, worker: str) -> dict:
+    q = c.queue()
+    admission = c.admit(q, source, session, text)
+    if admission["outcome"] != "accepted":
+        raise AssertionError(f"a fresh request was not accepted: {admission}")
+    assignment = c.claim(q, worker)
+    if assignment is None:
+        raise AssertionError("claim returned None although one request was pending")
+    return assignment
+
+
+def preparation(h: Harness, name: str, setup: Callable[[Ctx], Any]) -> tuple:
+    """The points that preparing a scenario passes (schema included), from a run of the preparation alone.
+
+    Every run reports every point, so the plans count from the start of the run and
+    skip these.
+    """
+    counted = h.scenario(f"{name}-preparation").run(setup, plan=Count())
+    ok(counted, f"preparing {name}")
+    return counted.points
+
+
+def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
+          judge: Callable[[Snapshot, str], None], *, after: Callable[[Ctx], Any] | None = None) -> list[str]:
+    """Crash ``call`` before each of its points in turn; reopen; judge what a fresh process sees.
+
+    ``setup`` prepares the scenario (committed before the call); ``call(ctx, state)``
+    is the call under test; ``after`` runs
+    in a new process once the crashed one is gone (a restart, a redelivery).
+    Returns the points, in order, as "kind: statement".
+    """
+    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
+        call(c, setup(c))
+
+    before = preparation(h, name, setup)
+    dry = h.scenario(name)
+    counted = dry.run(script, plan=Count())
+    ok(counted, f"{name} without a crash")
+    expect(counted.points[:len(before)] == before,
+           f"preparing {name} did not send the same statements twice in a row, so its crash points cannot be found")
+    skip = len(crash_points(before))
+    points = crash_points(counted.points[len(before):])
+    expect(any(p.startswith("write") for p in points),
+           f"{name} sent no write through queue.store, so nothing it does can be committed")
+    scenarios = []
+    for n in range(1, len(points) + 1):
+        s = h.scenario(f"{name}-crash")
+        ok(s.run(script, plan=KillAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
+           harness=h)
+        if after is not None:
+            ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
+        scenarios.append(s)
+    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
+        judge(seen(snap), f"stopping {name} before {points[n - 1]!r}")
+    return points
+
+
+def race(h: Harness, name: str, setup: Callable[[Ctx], Any] | None, first: Callable[[Ctx], Any],
+         rival: Callable[[Ctx], Any], names: tuple[str, str]) -> list[tuple[Any, Any, Snapshot]]:
+    """Run ``first`` and ``rival`` at the same moment, in two rounds, each on a fresh scenario.
+
+    ``first`` is held until ``rival`` has finished: in round one at its very first BEGIN
+    (a check made outside any transaction is stale by then), in round two at its first
+    BEGIN after other statements (a check-then-act split over two transactions).
+    Returns, per round, both answers and what a fresh process saw afterwards.
+    """
+
+    rounds = []
+    for at_first_begin in (True, False):
+        s = h.scenario(name)
+        if setup is not None:
+            ok(s.run(setup), f"{name}: preparing the race")
+        results = s.race([first, rival], [PauseForRival(1, at_first_begin=at_first_begin), Rival(0)])
+        a, b = (ok(r, n) for r, n in zip(results, names))
+        rounds.append((a, b, seen(s.observe())))
+    return rounds
+
+
+
+
+def expect_raised(answer: Attempt, call: str, consequence: str = "") -> None:
+    """Fail unless the learner's own error left the call; a swallowed one gets the hint that says so."""
+    expect(answer.raised, answer.told(call) + (f": {consequence}" if consequence else ""),
+           SWALLOWED_HINT if answer.ending is Ending.SWALLOWED else None)
+
+
+# --- a finished request, written straight into the learner's tables ---------
+
+
+def seeded(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
+    """A finished request and its pending report, written straight into the learner's own tables.
+
+    Rows that grade a Unit B function (delivery, reconcile) start from what a correct
+    ``finish`` would have left, so a slip in Unit A costs its points once, in Unit A.
+    When the learner's schema will not take a plain insert, the learner's own Unit A
+    path makes the report instead.
+    """
+    problems: list[str] = []
+    with closing(sqlite3.connect(c.store.path)) as look:  # reading only: nothing bypasses the store
+        work, work_columns = _find_table(look, WORK_COLUMNS, "work", problems, [])
+        report, report_columns = _find_table(look, REPORT_COLUMNS, "report", problems, [])
+        columns = look.execute(f'PRAGMA table_info("{work}")').fetchall() if work else []
+    info = {name: (declared or "").upper() for _, name, declared, *_ in columns}
+    # An INTEGER PRIMARY KEY is the rowid: SQLite makes the id. Otherwise the row needs one.
+    auto = any(name == "work_id" and pk == 1 and info[name] == "INTEGER" for _, name, _, _, _, pk in columns)
+    if problems:
+        return finished(c, source, session, text, marker)
+    values = {"source_id": source, "session_id": session, "text": text, "state": "done"}
+    if "generation" in work_columns:
+        values["generation"] = 1
+    if "worker_id" in work_columns:
+        values["worker_id"] = "w1"
+    if not auto:
+        values["work_id"] = c.scenario.harness.rng.randint(1000, 999_999) if "INT" in info.get("work_id", "") \
+            else f"w-{c.scenario.harness.token(8)}"
+    try:
+        with c.store.transaction() as tx:
+            tx.execute(f'INSERT INTO "{work}" ({", ".join(values)}) VALUES ({", ".join("?" * len(values))})',
+                       tuple(values.values()))
+            work_id = tx.execute(f'SELECT work_id FROM "{work}" WHERE source_id = ?', (source,)).fetchone()[0]
+            stored = {"report_id": f"r-{work_id}-1", "work_id": work_id, "generation": 1, "session_id": session,
+                      "body": f"brief for {session} [{marker}]", "delivery": "pending"}
+            tx.execute(f'INSERT INTO "{report}" ({", ".join(stored)}) VALUES ({", ".join("?" * len(stored))})',
+                       tuple(stored.values()))
+    except sqlite3.Error:
+        return finished(c, source, session, text, marker)
+    return {k: v for k, v in stored.items() if k != "delivery"}
+
+
+def finished(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
+    q = c.queue()
+    c.admit(q, source, session, text)
+    report = c.work_once(q, c.loop(marker), "w1")
+    if report is None:
+        raise AssertionError("work_once returned None although a request was pending")
+    return report

@@ -34,7 +34,7 @@ The tree:
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
 
-Two checker signals stay outside the tree on purpose: ``checker.rows.Fail`` and
+Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
 ``checker.model_based.Disagreement`` end a row's own run and never leave the checker.
 """
 

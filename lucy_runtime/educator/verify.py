@@ -13,8 +13,11 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable
+
+import pandas as pd
 
 from ..cells import grade_id, is_learner_owned, row_of, strip_markers
 from ..course import REPO, GradedSubmission, ScratchCourse
@@ -70,14 +73,27 @@ def blank_with(release_nb, edits) -> tuple:
     return nb, touched
 
 
+class Kind(StrEnum):
+    """What a graded submission is, and so what it must score."""
+
+    REFERENCE = "reference"  # the release filled with the reference: full marks
+    BLANK = "blank"  # the release as handed out: zero on every autograded row
+    ALTERNATIVE = "alternative"  # a correct arrangement other than the reference: full marks
+    CASE = "case"  # a known-bad implementation: loses the points of its expected rows
+    TAMPER = "tamper"  # a trick aimed at the grader: never more than the honest submission beneath it
+
+
 @dataclass
 class Entry:
     name: str
-    kind: str  # reference | blank | alternative | case | tamper
+    kind: Kind
     unit: str
     expected: tuple[str, ...] = ()
     graded: GradedSubmission | None = None
     honest: str = ""  # for a tamper: the submission it must not outscore
+
+    def __post_init__(self) -> None:
+        self.kind = Kind(self.kind)
 
     @property
     def student(self) -> str:
@@ -111,48 +127,41 @@ class VerifyReport:
         return not self.problems
 
     def grade_table(self) -> str:
-        lines = [f"{'submission':<30} {'kind':<11} {'unit':<12} {'score':>9}  {'s':>5}  failing rows"]
-        for e in self.entries:
-            g = e.graded
-            lines.append(f"{e.name:<30} {e.kind:<11} {e.unit:<12} {g.score:>4g}/{g.max_score:<4g} {g.seconds:>5.1f}  "
-                         f"{', '.join(e.failing_rows) or '-'}")
-        return "\n".join(lines)
+        table = pd.DataFrame([{"submission": e.name, "kind": str(e.kind), "unit": e.unit,
+                               "score": f"{e.graded.score:g}/{e.graded.max_score:g}", "s": e.graded.seconds,
+                               "failing rows": ", ".join(e.failing_rows) or "-"} for e in self.entries])
+        return text_table(table, left=("submission", "failing rows"), float_format="{:.1f}".format)
 
     def kill_matrix(self) -> str:
-        cases = [e for e in self.entries if e.kind == "case"]
-        rows = sorted({r for e in cases for r in e.failing_rows + list(e.expected)})
+        """Rows (down) against educator cases (across, numbered), as ``pd.crosstab`` lays them out."""
+        cases = [e for e in self.entries if e.kind is Kind.CASE]
         if not cases:
             return "(no educator cases)"
-        width = max(len(r) for r in rows)
-        header = " " * width + "  " + " ".join(f"{i + 1:>2}" for i in range(len(cases)))
-        lines = [header]
-        for r in rows:
-            marks = []
-            for e in cases:
-                caught, wanted = r in e.failing_rows, r in e.expected
-                marks.append(" X" if caught and wanted else " +" if caught else " !" if wanted else " .")
-            lines.append(f"{r:<{width}}  {' '.join(marks)}")
-        lines.append("")
-        lines += [f"{i + 1:>2} {e.name}" for i, e in enumerate(cases)]
-        lines.append("X caught by an expected row   + also caught by this row   ! expected to catch, did not")
-        return "\n".join(lines)
+        rows = sorted({r for e in cases for r in e.failing_rows + list(e.expected)})
+        marks = pd.DataFrame([{"row": r, "case": number, "mark": _mark(r in e.failing_rows, r in e.expected)}
+                              for number, e in enumerate(cases, 1) for r in rows])
+        matrix = pd.crosstab(marks["row"], marks["case"], values=marks["mark"], aggfunc="first")
+        matrix.index.name, matrix.columns.name = None, None
+        legend = [f"{number:>2} {e.name}" for number, e in enumerate(cases, 1)]
+        legend.append("X caught by an expected row   + also caught by this row   ! expected to catch, did not")
+        return matrix.to_string() + "\n\n" + "\n".join(legend)
 
     def tampering(self) -> list[tuple[Entry, Entry | None]]:
         """Each tamper entry with the honest entry beneath it (None when that was not graded)."""
-        found = {(e.name, e.unit): e for e in self.entries if e.kind != "tamper"}
-        return [(e, found.get((e.honest, e.unit))) for e in self.entries if e.kind == "tamper"]
+        found = {(e.name, e.unit): e for e in self.entries if e.kind is not Kind.TAMPER}
+        return [(e, found.get((e.honest, e.unit))) for e in self.entries if e.kind is Kind.TAMPER]
 
     def tamper_table(self) -> str:
         pairs = self.tampering()
         if not pairs:
             return "(no tamper cases)"
-        lines = [f"{'tamper case':<28} {'unit':<12} {'score':>9}  {'honest base':<30} {'score':>9}  verdict"]
-        for t, base in pairs:
-            held = base is not None and t.graded.score <= base.graded.score
-            base_score = f"{base.graded.score:>4g}/{base.graded.max_score:<4g}" if base else "   (not graded)"
-            lines.append(f"{t.name:<28} {t.unit:<12} {t.graded.score:>4g}/{t.graded.max_score:<4g} "
-                         f"{t.honest:<30} {base_score}  {'held' if held else 'FORGED'}")
-        return "\n".join(lines)
+        table = pd.DataFrame([{
+            "tamper case": t.name, "unit": t.unit, "score": f"{t.graded.score:g}/{t.graded.max_score:g}",
+            "honest base": t.honest,
+            "base score": f"{base.graded.score:g}/{base.graded.max_score:g}" if base else "(not graded)",
+            "verdict": "held" if base is not None and t.graded.score <= base.graded.score else "FORGED",
+        } for t, base in pairs])
+        return text_table(table, left=("tamper case", "honest base"))
 
     def to_json(self) -> str:
         handback = self.handback and {"feedback_files": self.handback.feedback_files,
@@ -163,20 +172,34 @@ class VerifyReport:
             "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.graded.score,
                              "max_score": e.graded.max_score, "failing_rows": e.failing_rows,
                              "expected_rows": list(e.expected), "seconds": e.graded.seconds,
-                             **({"honest": e.honest} if e.kind == "tamper" else {})} for e in self.entries],
+                             **({"honest": e.honest} if e.kind is Kind.TAMPER else {})} for e in self.entries],
         }, indent=2)
+
+
+def text_table(table: pd.DataFrame, *, left: tuple[str, ...] = (), **options) -> str:
+    """``table`` as printed text, without the index; the ``left`` columns (names, lists) aligned left."""
+    shown = table.astype({c: str for c in left})
+    for column in left:
+        width = max(len(column), *shown[column].str.len())
+        shown[column] = shown[column].str.ljust(width)
+        shown = shown.rename(columns={column: column.ljust(width)})
+    return "\n".join(line.rstrip() for line in shown.to_string(index=False, **options).splitlines())
+
+
+def _mark(caught: bool, wanted: bool) -> str:
+    return "X" if caught and wanted else "+" if caught else "!" if wanted else "."
 
 
 def judge(entries: list[Entry]) -> list[str]:
     problems = []
     for e in entries:
         g = e.graded
-        if e.kind in ("reference", "alternative") and not g.full_marks:
+        if e.kind in (Kind.REFERENCE, Kind.ALTERNATIVE) and not g.full_marks:
             problems.append(f"{e.name} ({e.unit}) should get full marks but got {g.score:g}/{g.max_score:g}: "
                             f"failing {', '.join(e.failing_rows)}")
-        if e.kind == "blank" and g.score != 0:
+        if e.kind is Kind.BLANK and g.score != 0:
             problems.append(f"the blank release of {e.unit} earned {g.score:g} points; every autograded row should fail")
-        if e.kind == "case":
+        if e.kind is Kind.CASE:
             if not e.failing_rows:
                 problems.append(f"case {e.name} SURVIVES: it got full marks")
             missed = [r for r in e.expected if r not in e.failing_rows]
@@ -185,9 +208,9 @@ def judge(entries: list[Entry]) -> list[str]:
                                 f"(caught by {', '.join(e.failing_rows)})")
             elif missed:
                 problems.append(f"case {e.name} was not caught by its expected rows {', '.join(missed)}")
-    graded = {(e.name, e.unit): e for e in entries if e.kind != "tamper"}
+    graded = {(e.name, e.unit): e for e in entries if e.kind is not Kind.TAMPER}
     for e in entries:
-        if e.kind != "tamper":
+        if e.kind is not Kind.TAMPER:
             continue
         base = graded.get((e.honest, e.unit))
         if base is None:
@@ -212,7 +235,6 @@ def hidden_marks() -> tuple[str, ...]:
 
 def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
     """``nbgrader generate_feedback`` and ``nbgrader export`` on every scratch course, checked against the grades."""
-    import pandas as pd
     from concurrent.futures import ThreadPoolExecutor
 
     def one(course: ScratchCourse):
@@ -259,10 +281,10 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
     entries: list[Entry] = []
     lock = threading.Lock()
     for unit in courses[0].units:
-        unit_entries = [Entry("reference", "reference", unit), Entry("blank-release", "blank", unit)]
-        unit_entries += [Entry(c.name, "alternative", unit) for c in alternatives if c.unit == unit]
-        unit_entries += [Entry(c.name, "case", unit, c.expected) for c in cases if c.unit == unit]
-        unit_entries += [Entry(t.name, "tamper", unit, honest=t.honest) for t in tampers if t.unit == unit]
+        unit_entries = [Entry("reference", Kind.REFERENCE, unit), Entry("blank-release", Kind.BLANK, unit)]
+        unit_entries += [Entry(c.name, Kind.ALTERNATIVE, unit) for c in alternatives if c.unit == unit]
+        unit_entries += [Entry(c.name, Kind.CASE, unit, c.expected) for c in cases if c.unit == unit]
+        unit_entries += [Entry(t.name, Kind.TAMPER, unit, honest=t.honest) for t in tampers if t.unit == unit]
         placed: list[dict[str, Entry]] = [{} for _ in courses]
         for index, entry in enumerate(unit_entries):
             course = courses[index % workers]
@@ -309,7 +331,7 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
 
 def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:
     """Hand in ``unit`` for ``student`` as the entry says; Unit B comes with the learner's Unit A."""
-    if entry.kind == "tamper" and entry.honest == "blank-release":
+    if entry.kind is Kind.TAMPER and entry.honest == "blank-release":
         edits = case.edits if case else ()
         for each in (("ch07_unit_a", unit) if unit == "ch07_unit_b" else (unit,)):
             course.submit(student, each, blank_with(course.release(each), edits)[0])
@@ -317,9 +339,9 @@ def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: 
     if unit == "ch07_unit_b":
         # Unit B runs the learner's own Unit A: hand in a Unit A as this learner wrote it.
         a_release, a_source = course.release("ch07_unit_a"), course.source("ch07_unit_a")
-        course.submit(student, "ch07_unit_a", a_release if entry.kind == "blank" else _filled(a_release, a_source, case)[0])
+        course.submit(student, "ch07_unit_a", a_release if entry.kind is Kind.BLANK else _filled(a_release, a_source, case)[0])
     release, source = course.release(unit), course.source(unit)
-    if entry.kind == "blank":
+    if entry.kind is Kind.BLANK:
         course.submit(student, unit, release)
         return
     nb, touched = _filled(release, source, case)

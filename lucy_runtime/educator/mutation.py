@@ -24,11 +24,15 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable
 
+import pandas as pd
+
 from ..errors import BaselineFails, MutationToolFailed
 from ..notebook import learner_implementation
+from ..tables import text_table
 
 CELLS = "cells"
 PROGRESS = "progress.log"
@@ -91,20 +95,29 @@ def _check_main(argv: list[str]) -> int:
     print(line, flush=True)
     if args.progress:
         with args.progress.open("a") as log:
-            log.write(("survived" if passed else "killed") + "\n")
+            log.write((MutantOutcome.SURVIVED if passed else MutantOutcome.KILLED) + "\n")
     return 0 if passed else 1
 
 
 # -- results --------------------------------------------------------------------------
+
+class MutantOutcome(StrEnum):
+    KILLED = "killed"  # some row failed
+    SURVIVED = "survived"  # every row passed: the rows cannot tell this edit from the reference
+    INCOMPETENT = "incompetent"  # the mutant did not even run (cosmic-ray gave up on it)
+
 
 @dataclass(frozen=True)
 class Mutant:
     cell: str
     line: int
     operator: str
-    outcome: str  # killed | survived | incompetent
+    outcome: MutantOutcome
     killed_by: str = ""
     diff: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", MutantOutcome(self.outcome))
 
 
 @dataclass
@@ -113,39 +126,43 @@ class MutationReport:
     seconds: float = 0.0
     cells: list[str] = field(default_factory=list)
 
-    def count(self, outcome: str) -> int:
-        return sum(m.outcome == outcome for m in self.mutants)
+    def count(self, outcome: MutantOutcome | str) -> int:
+        return sum(m.outcome == MutantOutcome(outcome) for m in self.mutants)
 
     @property
     def scored(self) -> int:
         """Mutants that ran (incompetent ones did not even start)."""
-        return self.count("killed") + self.count("survived")
+        return self.count(MutantOutcome.KILLED) + self.count(MutantOutcome.SURVIVED)
 
     @property
     def share_killed(self) -> float:
-        return self.count("killed") / self.scored if self.scored else 0.0
+        return self.count(MutantOutcome.KILLED) / self.scored if self.scored else 0.0
 
     @property
     def survivors(self) -> list[Mutant]:
-        return [m for m in self.mutants if m.outcome == "survived"]
+        return [m for m in self.mutants if m.outcome is MutantOutcome.SURVIVED]
 
     def summary(self) -> str:
-        return (f"mutation score: {self.count('killed')} of {self.scored} mutants killed "
-                f"({self.share_killed:.0%}); {self.count('survived')} survived, "
-                f"{self.count('incompetent')} incompetent; {self.seconds} s")
+        return (f"mutation score: {self.count(MutantOutcome.KILLED)} of {self.scored} mutants killed "
+                f"({self.share_killed:.0%}); {self.count(MutantOutcome.SURVIVED)} survived, "
+                f"{self.count(MutantOutcome.INCOMPETENT)} incompetent; {self.seconds} s")
 
     def cell_table(self) -> str:
-        lines = [f"{'cell':<32} {'mutants':>7} {'killed':>6} {'survived':>8}"]
-        for cell in self.cells:
-            mine = [m for m in self.mutants if m.cell == cell]
-            if mine:
-                lines.append(f"{cell:<32} {len(mine):>7} {sum(m.outcome == 'killed' for m in mine):>6} "
-                             f"{sum(m.outcome == 'survived' for m in mine):>8}")
-        return "\n".join(lines)
+        """Per cell (in notebook order): how many mutants, how many killed, how many survived."""
+        frame = pd.DataFrame([{"cell": m.cell, "outcome": str(m.outcome)} for m in self.mutants],
+                             columns=["cell", "outcome"])
+        counts = pd.crosstab(frame["cell"], frame["outcome"])
+        counts = counts.reindex(index=[c for c in self.cells if c in counts.index],
+                                columns=[MutantOutcome.KILLED.value, MutantOutcome.SURVIVED.value], fill_value=0)
+        counts.insert(0, "mutants", frame["cell"].value_counts())
+        return text_table(counts.rename_axis(columns=None).reset_index(), left=("cell",))
 
     def killers(self) -> str:
         counts = Counter(m.killed_by for m in self.mutants if m.killed_by)
-        return "\n".join(f"{row:<28} {n:>4}" for row, n in counts.most_common())
+        if not counts:
+            return ""
+        table = pd.DataFrame(counts.most_common(), columns=["row", "mutants"])
+        return text_table(table, left=("row",))
 
     def survivor_listing(self) -> str:
         if not self.survivors:
@@ -157,8 +174,8 @@ class MutationReport:
         return "\n".join(blocks)
 
     def to_json(self) -> str:
-        return json.dumps({"seconds": self.seconds, "mutants": len(self.mutants), "killed": self.count("killed"),
-                           "survived": self.count("survived"), "incompetent": self.count("incompetent"),
+        return json.dumps({"seconds": self.seconds, "mutants": len(self.mutants),
+                           **{outcome.value: self.count(outcome) for outcome in MutantOutcome},
                            "share_killed": round(self.share_killed, 4),
                            "survivors": [asdict(m) for m in self.survivors],
                            "all": [asdict(m) for m in self.mutants]}, indent=2)
@@ -209,13 +226,13 @@ def _collect(root: Path) -> list[Mutant]:
                 continue
             spec = item.mutations[0]
             if result.worker_outcome != WorkerOutcome.NORMAL:
-                outcome = "incompetent"
+                outcome = MutantOutcome.INCOMPETENT
             else:
-                outcome = {TestOutcome.KILLED: "killed", TestOutcome.SURVIVED: "survived"}.get(
-                    result.test_outcome, "incompetent")
+                outcome = {TestOutcome.KILLED: MutantOutcome.KILLED, TestOutcome.SURVIVED: MutantOutcome.SURVIVED}.get(
+                    result.test_outcome, MutantOutcome.INCOMPETENT)
             output = result.output or ""
             killed_by = ""
-            if outcome == "killed":
+            if outcome is MutantOutcome.KILLED:
                 killed_by = next((l[len(KILLED_BY):].split(":")[0] for l in output.splitlines()
                                   if l.startswith(KILLED_BY)), "timeout" if output == "timeout" else "crashed")
             found.append(Mutant(cell_name(spec.module_path), spec.start_pos[0], spec.operator_name, outcome,

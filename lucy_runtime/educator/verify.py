@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..cells import grade_id, is_learner_owned, row_of, strip_markers
 from ..course import REPO, GradedSubmission, ScratchCourse
+from ..tables import text_table
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
 from .tampers import TAMPERS, Tamper
@@ -174,16 +175,6 @@ class VerifyReport:
                              "expected_rows": list(e.expected), "seconds": e.graded.seconds,
                              **({"honest": e.honest} if e.kind is Kind.TAMPER else {})} for e in self.entries],
         }, indent=2)
-
-
-def text_table(table: pd.DataFrame, *, left: tuple[str, ...] = (), **options) -> str:
-    """``table`` as printed text, without the index; the ``left`` columns (names, lists) aligned left."""
-    shown = table.astype({c: str for c in left})
-    for column in left:
-        width = max(len(column), *shown[column].str.len())
-        shown[column] = shown[column].str.ljust(width)
-        shown = shown.rename(columns={column: column.ljust(width)})
-    return "\n".join(line.rstrip() for line in shown.to_string(index=False, **options).splitlines())
 
 
 def _mark(caught: bool, wanted: bool) -> str:

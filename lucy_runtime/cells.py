@@ -22,7 +22,7 @@ END_SOLUTION = "### END SOLUTION"
 def _nbgrader_utils() -> Any:
     # Deferred on purpose: importing nbgrader loads Jupyter server and takes seconds. The
     # checker and a learner's kernel compile cells without it; only the selectors need it.
-    import nbgrader.utils
+    import nbgrader.utils  # noqa: PLC0415
 
     return nbgrader.utils
 

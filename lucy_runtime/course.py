@@ -7,9 +7,12 @@ exactly as an educator would run it. Scores are read back from nbgrader's gradeb
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +60,6 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
 
     A watchdog kills the process at ``timeout`` even when it prints nothing at all.
     """
-    import threading
-
     lines: list[str] = []
     fired = threading.Event()
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -70,7 +71,7 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
         watchdog = threading.Timer(timeout, stop)
         watchdog.start()
         try:
-            for line in proc.stdout:
+            for line in proc.stdout or ():
                 lines.append(line)
                 on_line(line)
         finally:
@@ -80,8 +81,6 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
 
 def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student) -> str:
     """Like ``nbgrader`` but reads the log as it comes, calling ``on_student`` per student."""
-    import re
-
     def on_line(line: str) -> None:
         found = re.search(r"Sanitizing .*/submitted/([^/]+)/", line)
         if found:
@@ -135,8 +134,6 @@ def generate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
 def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> list[str]:
     """``nbgrader validate`` on each source (every test passes) and ``--invert`` on each release
     (every autograded test fails). Runs in a scratch copy: the notebooks write evidence files."""
-    import tempfile
-
     problems = []
     with tempfile.TemporaryDirectory(prefix="lucy-validate-") as scratch:
         scratch_root = Path(scratch)
@@ -194,7 +191,7 @@ class ScratchCourse:
         return nbgrader_streaming(args, cwd=self.root, timeout=timeout, on_student=on_student)
 
     def graded(self, unit: str, student: str, *, name: str | None = None, seconds: float = 0.0) -> GradedSubmission:
-        from nbgrader.api import Gradebook
+        from nbgrader.api import Gradebook  # noqa: PLC0415 - nbgrader's package loads Jupyter server
 
         autograded = nbformat.read(str(self.root / "autograded" / student / unit / f"{unit}.ipynb"), as_version=4)
         errors = {}
@@ -221,7 +218,7 @@ class ScratchCourse:
 
     def export(self, to: Path):
         """Every grade in this course's gradebook, exported by nbgrader as CSV and read back with pandas."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 - slow to import, needed by export only
 
         nbgrader(["export", f"--to={to}"], cwd=self.root)
         return pd.read_csv(to)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from .cells import grade_id, is_learner_cell, nbgrader_meta
+from .cells import grade_id, is_learner_cell
 
 UNITS = ("ch07_unit_a", "ch07_unit_b")
 
@@ -63,7 +63,7 @@ def pair_of(notebook: str | Path) -> Path:
 
 def sync_from_markdown(markdown: str | Path) -> Path:
     """Write the .ipynb twin of an authored jupytext Markdown file."""
-    import jupytext  # deferred: a learner's kernel reads notebooks through this module and never needs jupytext
+    import jupytext  # noqa: PLC0415 - deferred: a learner's kernel reads notebooks here and never needs jupytext
 
     markdown = Path(markdown)
     nb = jupytext.read(markdown)
@@ -89,8 +89,8 @@ def keep_ids(old, new) -> None:
 
 def pair_differences(notebook: str | Path) -> list[str]:
     """Where a notebook and its Markdown pair disagree, as jupytext compares them (empty when in sync)."""
-    import jupytext  # deferred, as in sync_from_markdown
-    from jupytext.compare import NotebookDifference, compare_notebooks
+    import jupytext  # noqa: PLC0415 - deferred, as in sync_from_markdown
+    from jupytext.compare import NotebookDifference, compare_notebooks  # noqa: PLC0415
 
     notebook = Path(notebook)
     pair = pair_of(notebook)

@@ -19,7 +19,9 @@ from traitlets import Float
 
 from .checker import SourceLearner
 from .checker.rows import ROWS
+from .carry import unit_a_cells
 from .cells import grade_id, is_learner_cell, row_of, test_cells
+from .errors import UnitANotFound
 from .sandbox import run_sealed_rows
 
 
@@ -33,8 +35,6 @@ def notebook_learner(nb, unit: str, folder: str | None = None) -> SourceLearner:
     """The learner cells of ``nb``; for Unit B, the learner's Unit A cells come first."""
     cells = []
     if unit == "ch07_unit_b":
-        from .carry import UnitANotFound, unit_a_cells
-
         try:
             cells += unit_a_cells(folder)
         except UnitANotFound:

@@ -18,6 +18,7 @@ from ..cells import compile_cell
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
 from ..model import InvocationLog, ScriptedModel
+from ..prices import PriceBook
 from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
@@ -261,8 +262,6 @@ class Harness:
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
         # Load the price table once here, so forked children inherit it instead of importing pandas each.
-        from ..prices import PriceBook
-
         PriceBook().tickers
         self.crash_points = 0  # crash points tried so far in this grading run
         self._own_dir = workdir is None

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from contextlib import closing
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ObserverFailed
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
@@ -79,7 +80,7 @@ def _rows(conn, table, columns, wanted):
 
 
 def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
-    result = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
+    result: dict[str, Any] = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
               "problems": [], "ambiguous": [], "tables": {}}
     problems, ambiguous = result["problems"], result["ambiguous"]
     if not os.path.exists(db):

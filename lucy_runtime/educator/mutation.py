@@ -15,6 +15,7 @@ because cosmic-ray edits the files in place while the rows run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shlex
 import shutil
@@ -26,10 +27,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 import pandas as pd
 
+from ..checker import SourceLearner, rows_for_cells, run_row
+from ..checker.harness import Harness
 from ..errors import BaselineFails, MutationToolFailed
 from ..notebook import learner_implementation
 from ..tables import text_table
@@ -71,9 +74,6 @@ def read_cells(folder: Path) -> list[tuple[str, str]]:
 
 def check_cells(folder: Path, *, seed: int, rows: str = "all") -> tuple[bool, str]:
     """Run the rows against the cells in ``folder`` and stop at the first failing one."""
-    from ..checker import SourceLearner, rows_for_cells, run_row
-    from ..checker.harness import Harness
-
     cells = read_cells(folder)
     chosen = rows_for_cells(rows, cells)
     with Harness(SourceLearner(cells), seed=seed) as harness:
@@ -169,8 +169,8 @@ class MutationReport:
             return "no survivors"
         blocks = []
         for m in self.survivors:
-            changed = [l for l in m.diff.splitlines() if l[:1] in "+-" and l[:3] not in ("+++", "---")]
-            blocks.append(f"{m.cell} line {m.line} ({m.operator})\n" + "\n".join(f"    {l}" for l in changed))
+            changed = [line for line in m.diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+            blocks.append(f"{m.cell} line {m.line} ({m.operator})\n" + "\n".join(f"    {line}" for line in changed))
         return "\n".join(blocks)
 
     def to_json(self) -> str:
@@ -206,8 +206,8 @@ def _config(mutated: list[Path], *, seed: int, rows: str, timeout: float) -> str
 
 def _shard(root: Path, index: int, workers: int) -> None:
     """Leave shard ``index`` every ``workers``-th mutant; mark the rest as someone else's."""
-    from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    from cosmic_ray.work_db import WorkDB, use_db  # noqa: PLC0415 - a dev dependency, absent in a course install
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult  # noqa: PLC0415 - a dev dependency, absent in a course install
 
     with use_db(str(root / SESSION), WorkDB.Mode.open) as db:
         for position, item in enumerate(sorted(db.work_items, key=lambda w: w.job_id)):
@@ -216,8 +216,8 @@ def _shard(root: Path, index: int, workers: int) -> None:
 
 
 def _collect(root: Path) -> list[Mutant]:
-    from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+    from cosmic_ray.work_db import WorkDB, use_db  # noqa: PLC0415 - a dev dependency, absent in a course install
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome  # noqa: PLC0415 - a dev dependency, absent in a course install
 
     found = []
     with use_db(str(root / SESSION), WorkDB.Mode.open) as db:
@@ -233,8 +233,8 @@ def _collect(root: Path) -> list[Mutant]:
             output = result.output or ""
             killed_by = ""
             if outcome is MutantOutcome.KILLED:
-                killed_by = next((l[len(KILLED_BY):].split(":")[0] for l in output.splitlines()
-                                  if l.startswith(KILLED_BY)), "timeout" if output == "timeout" else "crashed")
+                killed_by = next((line[len(KILLED_BY):].split(":")[0] for line in output.splitlines()
+                                  if line.startswith(KILLED_BY)), "timeout" if output == "timeout" else "crashed")
             found.append(Mutant(cell_name(spec.module_path), spec.start_pos[0], spec.operator_name, outcome,
                                 killed_by, result.diff or ""))
     return sorted(found, key=lambda m: (m.cell, m.line, m.operator))
@@ -249,8 +249,6 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
                    timeout: float = 300.0, workdir: Path | None = None,
                    progress: Callable[[str], None] | None = None) -> MutationReport:
     """Mutate the learner cells of ``notebooks`` (or ``cells``; only those named in ``only``) and run ``rows`` on each."""
-    import importlib.util
-
     if importlib.util.find_spec("cosmic_ray") is None:
         raise MutationToolFailed(["cosmic-ray"], "cosmic-ray is not installed here: pip install -e '.[dev]' "
                                                  "(or run `make mutation`, which installs it)")
@@ -296,7 +294,7 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
             reported = done
     for process, shard in zip(running, shards):
         if process.returncode != 0:
-            raise MutationToolFailed(list(map(str, process.args)), (shard / "exec.log").read_text())
+            raise MutationToolFailed([str(a) for a in cast(list, process.args)], (shard / "exec.log").read_text())
     mutants = [m for shard in shards for m in _collect(shard)]
     return MutationReport(mutants, round(time.monotonic() - started, 1), chosen)
 
@@ -307,7 +305,7 @@ def _names(name: str, wanted: str) -> bool:
 
 
 def _mutant_count(shard: Path) -> int:
-    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_db import WorkDB, use_db  # noqa: PLC0415 - a dev dependency, absent in a course install
 
     with use_db(str(shard / SESSION), WorkDB.Mode.open) as db:
         return db.num_work_items

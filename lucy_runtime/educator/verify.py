@@ -8,10 +8,13 @@ catch it.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -20,6 +23,8 @@ from typing import Callable
 import pandas as pd
 
 from ..cells import grade_id, is_learner_owned, row_of, strip_markers
+from ..checker.rows import ROWS
+from ..errors import EducatorError
 from ..course import REPO, GradedSubmission, ScratchCourse
 from ..tables import text_table
 from .alternatives import ALTERNATIVES
@@ -38,14 +43,12 @@ def filled(release_nb, source_nb, case: Case | None = None):
     """The release as a learner who wrote the reference would hand it in, with ``case`` applied."""
     nb, touched = _filled(release_nb, source_nb, case)
     missing = edited_cells(case) - touched
-    if missing:
+    if missing and case is not None:
         raise KeyError(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
     return nb
 
 
 def _filled(release_nb, source_nb, case: Case | None):
-    import copy
-
     reference = {grade_id(c): c.source for c in source_nb.cells if is_learner_owned(c)}
     nb = copy.deepcopy(release_nb)
     touched = set()
@@ -63,8 +66,6 @@ def edited_cells(case: Case | None) -> set[str]:
 
 def blank_with(release_nb, edits) -> tuple:
     """The blank release with tamper edits applied to its learner cells (the stubs stay as they are)."""
-    import copy
-
     nb, touched = copy.deepcopy(release_nb), set()
     for cell in nb.cells:
         for edit in edits:
@@ -102,6 +103,13 @@ class Entry:
         return self.name.replace("-", "_")
 
     @property
+    def scored(self) -> GradedSubmission:
+        """What nbgrader gave this submission; asking before it was graded is a bug."""
+        if self.graded is None:
+            raise EducatorError(f"{self.name} ({self.unit}) has not been graded")
+        return self.graded
+
+    @property
     def failing_rows(self) -> list[str]:
         return [row_of(g) for g in self.graded.failing] if self.graded else []
 
@@ -129,7 +137,7 @@ class VerifyReport:
 
     def grade_table(self) -> str:
         table = pd.DataFrame([{"submission": e.name, "kind": str(e.kind), "unit": e.unit,
-                               "score": f"{e.graded.score:g}/{e.graded.max_score:g}", "s": e.graded.seconds,
+                               "score": f"{e.scored.score:g}/{e.scored.max_score:g}", "s": e.scored.seconds,
                                "failing rows": ", ".join(e.failing_rows) or "-"} for e in self.entries])
         return text_table(table, left=("submission", "failing rows"), float_format="{:.1f}".format)
 
@@ -157,10 +165,10 @@ class VerifyReport:
         if not pairs:
             return "(no tamper cases)"
         table = pd.DataFrame([{
-            "tamper case": t.name, "unit": t.unit, "score": f"{t.graded.score:g}/{t.graded.max_score:g}",
+            "tamper case": t.name, "unit": t.unit, "score": f"{t.scored.score:g}/{t.scored.max_score:g}",
             "honest base": t.honest,
-            "base score": f"{base.graded.score:g}/{base.graded.max_score:g}" if base else "(not graded)",
-            "verdict": "held" if base is not None and t.graded.score <= base.graded.score else "FORGED",
+            "base score": f"{base.scored.score:g}/{base.scored.max_score:g}" if base else "(not graded)",
+            "verdict": "held" if base is not None and t.scored.score <= base.scored.score else "FORGED",
         } for t, base in pairs])
         return text_table(table, left=("tamper case", "honest base"))
 
@@ -170,9 +178,9 @@ class VerifyReport:
                                       "exported_rows": self.handback.exported_rows}
         return json.dumps({
             "ok": self.ok, "problems": self.problems, "seconds": self.seconds, "handback": handback,
-            "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.graded.score,
-                             "max_score": e.graded.max_score, "failing_rows": e.failing_rows,
-                             "expected_rows": list(e.expected), "seconds": e.graded.seconds,
+            "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.scored.score,
+                             "max_score": e.scored.max_score, "failing_rows": e.failing_rows,
+                             "expected_rows": list(e.expected), "seconds": e.scored.seconds,
                              **({"honest": e.honest} if e.kind is Kind.TAMPER else {})} for e in self.entries],
         }, indent=2)
 
@@ -184,7 +192,7 @@ def _mark(caught: bool, wanted: bool) -> str:
 def judge(entries: list[Entry]) -> list[str]:
     problems = []
     for e in entries:
-        g = e.graded
+        g = e.scored
         if e.kind in (Kind.REFERENCE, Kind.ALTERNATIVE) and not g.full_marks:
             problems.append(f"{e.name} ({e.unit}) should get full marks but got {g.score:g}/{g.max_score:g}: "
                             f"failing {', '.join(e.failing_rows)}")
@@ -206,8 +214,8 @@ def judge(entries: list[Entry]) -> list[str]:
         base = graded.get((e.honest, e.unit))
         if base is None:
             problems.append(f"tamper case {e.name} rides on {e.honest}, which was not graded in this run")
-        elif e.graded.score > base.graded.score:
-            problems.append(f"tamper case {e.name} FORGED points: {e.graded.score:g} against {base.graded.score:g} "
+        elif e.scored.score > base.scored.score:
+            problems.append(f"tamper case {e.name} FORGED points: {e.scored.score:g} against {base.scored.score:g} "
                             f"for the honest {e.honest} beneath it")
     return problems
 
@@ -218,16 +226,12 @@ def hidden_marks() -> tuple[str, ...]:
     A learner cell may mention ``grade(`` in its own code (a tamper case does); only a
     call that names a row is the hidden part of a test cell.
     """
-    from ..checker.rows import ROWS
-
     calls = [form.format(row) for row in ROWS for form in ('grade("{}")', "grade(&quot;{}&quot;)", "grade(&#34;{}&#34;)")]
     return ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", *calls)
 
 
 def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
     """``nbgrader generate_feedback`` and ``nbgrader export`` on every scratch course, checked against the grades."""
-    from concurrent.futures import ThreadPoolExecutor
-
     def one(course: ScratchCourse):
         html = [path for unit in course.units for path in course.feedback(unit)]
         return html, course.export(course.root / "grades.csv")
@@ -244,9 +248,9 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
         problems.append(f"generate_feedback wrote {len(html)} feedback files for {len(entries)} submissions")
     exported = {(row.student_id, row.assignment): float(row.raw_score) for row in grades.itertuples()}
     for e in entries:
-        if exported.get((e.student, e.unit)) != e.graded.score:
+        if exported.get((e.student, e.unit)) != e.scored.score:
             problems.append(f"the exported grades give {e.name} ({e.unit}) {exported.get((e.student, e.unit))}, "
-                            f"the gradebook {e.graded.score:g}")
+                            f"the gradebook {e.scored.score:g}")
     return Handback(len(html), csv, len(grades)), problems
 
 
@@ -258,9 +262,6 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
     With ``feedback``, also generate the learners' feedback and export the grades as CSV,
     and check both against the gradebook.
     """
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
     with ThreadPoolExecutor(workers) as pool:

@@ -22,7 +22,7 @@ def after_restart(work: Callable[[], Any], look: Callable[[], Any], *, timeout: 
         _child.request_stop()
 
     first = run_in_child(doomed, timeout=timeout, plan=Stop())
-    if first.status is Status.RAISED:
+    if first.status is Status.RAISED and first.error is not None:
         raise ExperimentFailed(f"the first process failed before it died: {first.error.describe()}")
     second = run_in_child(look, timeout=timeout)
     if second.status is not Status.RETURNED:

@@ -16,7 +16,8 @@ def tables(store: Store | str | os.PathLike, service_log: str | os.PathLike | No
     path = store.path if isinstance(store, Store) else os.fspath(store)
     seen = snapshot(path, os.fspath(service_log) if service_log else None)
     frames = {
-        "work": pd.DataFrame(seen["work"], columns=None if seen["work"] else ["work_id", "source_id", "session_id", "text", "state"]),
+        "work": pd.DataFrame(seen["work"], columns=None if seen["work"] else
+                             ["work_id", "source_id", "session_id", "text", "state"]),
         "report": pd.DataFrame(seen["reports"], columns=None if seen["reports"] else
                                ["report_id", "work_id", "generation", "session_id", "body", "delivery"]),
     }
@@ -42,7 +43,7 @@ def tables_html(store: Store | str | os.PathLike, service_log: str | os.PathLike
 def show(store: Store | str | os.PathLike, service_log: str | os.PathLike | None = None, *, title: str = "") -> None:
     """Display the tables one under another (in a notebook), or print them (elsewhere)."""
     try:
-        from IPython.display import HTML, display
+        from IPython.display import HTML, display  # noqa: PLC0415 - present only where IPython is
     except ImportError:  # pragma: no cover - outside IPython
         for name, frame in tables(store, service_log).items():
             print(f"-- {name} --\n{frame.to_string(index=False)}\n")

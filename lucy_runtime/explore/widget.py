@@ -25,7 +25,7 @@ class Explorer:
     """
 
     def __init__(self, namespace: dict, folder: str | os.PathLike, *, capacity: int = 3, per_session_limit: int = 2):
-        import ipywidgets as w  # deferred: the widget library loads only when a notebook builds an explorer
+        import ipywidgets as w  # noqa: PLC0415 - deferred: widgets load only when a notebook builds an explorer
 
         self.ns = namespace
         self.folder = Path(folder)
@@ -62,7 +62,7 @@ class Explorer:
         self._refresh()
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # noqa: PLC0415 - only in a notebook
 
         display(self.widget)
 
@@ -84,7 +84,7 @@ class Explorer:
             return str(result.value)
         if result.status is Status.CRASHED:
             return "The process was stopped at the crash point. The tables below are what a fresh reader finds."
-        if result.status is Status.RAISED:
+        if result.status is Status.RAISED and result.error is not None:
             return f"Your code raised {result.error.describe()}"
         return f"The action ended as: {result.status.value}"
 

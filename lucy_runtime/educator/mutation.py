@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable, cast
+from typing import cast
 
 import pandas as pd
 
@@ -35,6 +35,7 @@ from ..checker import SourceLearner, rows_for_cells, run_row
 from ..checker.harness import Harness
 from ..errors import BaselineFails, MutationToolFailed
 from ..notebook import learner_implementation
+from ..progress import Progress
 from ..tables import text_table
 
 CELLS = "cells"
@@ -247,7 +248,7 @@ NOT_MUTATED = ("imports", "broken_finish")
 def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, str]] | None = None,
                    only: tuple[str, ...] = (), workers: int = 2, seed: int = 7, rows: str = "all",
                    timeout: float = 300.0, workdir: Path | None = None,
-                   progress: Callable[[str], None] | None = None) -> MutationReport:
+                   progress: Progress | None = None) -> MutationReport:
     """Mutate the learner cells of ``notebooks`` (or ``cells``; only those named in ``only``) and run ``rows`` on each."""
     if importlib.util.find_spec("cosmic_ray") is None:
         raise MutationToolFailed(["cosmic-ray"], "cosmic-ray is not installed here: pip install -e '.[dev]' "
@@ -290,7 +291,7 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
         time.sleep(1)
         done = sum(len((s / PROGRESS).read_text().splitlines()) for s in shards if (s / PROGRESS).exists())
         if progress and done != reported:
-            progress(f"[{'#' * (40 * done // max(total, 1)):<40}] {done}/{total} mutants")
+            progress.update(done, total, "mutants")
             reported = done
     for process, shard in zip(running, shards):
         if process.returncode != 0:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 import tempfile
 import threading
 import time
@@ -18,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -26,6 +24,7 @@ from ..cells import grade_id, is_learner_owned, row_of, strip_markers
 from ..checker.rows import ROWS
 from ..errors import EducatorError
 from ..course import REPO, GradedSubmission, ScratchCourse
+from ..progress import Progress
 from ..tables import text_table
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
@@ -255,7 +254,7 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
 
 
 def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = ALTERNATIVES,
-           tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
+           tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Progress | None = None,
            workers: int = 2, feedback: bool = True) -> VerifyReport:
     """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.
 
@@ -299,9 +298,7 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
                     current[0], began[student] = student, now
                     done[0] += 1
                     if progress and student in students:
-                        total = len(unit_entries)
-                        progress(f"[{'#' * done[0]}{'.' * (total - done[0])}] {done[0]}/{total} {unit}: "
-                                 f"{students[student].name}")
+                        progress.update(done[0], len(unit_entries), f"{unit}: {students[student].name}")
 
             course.autograde(unit, on_student=tick)
             if current[0] is not None:
@@ -315,7 +312,7 @@ def verify(*, cases: tuple[Case, ...] = CASES, alternatives: tuple[Case, ...] = 
     problems, handback = judge(entries), None
     if feedback:
         if progress:
-            progress("generating feedback and exporting grades")
+            progress.say("generating feedback and exporting grades")
         handback, more = hand_back(courses, entries, root)
         problems += more
     return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback, root)
@@ -342,7 +339,3 @@ def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: 
     if missing:
         raise KeyError(f"case {entry.name!r} edits cells no notebook has: {sorted(missing)}")
     course.submit(student, unit, nb)
-
-
-def main_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

@@ -8,8 +8,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
+# mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
+MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
 
-.PHONY: demo test test-fast lab formgrader release check mutation bench clean help
+.PHONY: demo test test-fast lab formgrader release check mutation bench book clean help
 
 help:
 	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases,"
@@ -23,6 +25,7 @@ help:
 	@echo "make check          run every acceptance row against the reference in source/"
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
 	@echo "make bench          time the checker's rows and crash points"
+	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,13 +49,19 @@ $(SANDBOX): $(STAMP)
 	  else echo "Without bubblewrap, learner code is graded unsandboxed: sudo apt-get install -y bubblewrap"; fi; }
 	touch $(SANDBOX)
 
+$(MERMAID): $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "The book's diagrams need npm: sudo apt-get install -y nodejs npm"; exit 1; fi; }
+	npm install --prefix $(VENV)/node --no-audit --no-fund --silent mermaid@11.12.1
+
 demo: $(STAMP) $(SANDBOX)
 	$(BIN)/lucy demo
 
-test: $(STAMP) $(BROWSER) $(SANDBOX)
+test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID)
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(MERMAID)
 	$(BIN)/python -m pytest -m "not nbgrader and not slow and not browser"
 
 lab: $(STAMP)
@@ -75,6 +84,10 @@ mutation: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/lucy bench
+
+# Two separate builds: build/book/learner/_build/html has no solutions, build/book/educator/... has them.
+book: $(STAMP) $(MERMAID)
+	$(BIN)/lucy book --out build/book
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

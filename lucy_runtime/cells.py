@@ -52,6 +52,16 @@ def is_test_cell(cell: Any) -> bool:
     return cell.cell_type == "code" and bool(utils.is_grade(cell)) and not utils.is_solution(cell)
 
 
+def is_grade(cell: Any) -> bool:
+    """nbgrader scores the cell (a test, or a written answer marked by hand)."""
+    return bool(_nbgrader_utils().is_grade(cell))
+
+
+def is_solution(cell: Any) -> bool:
+    """The learner writes the cell."""
+    return bool(_nbgrader_utils().is_solution(cell))
+
+
 def is_locked(cell: Any) -> bool:
     return bool(_nbgrader_utils().is_locked(cell))
 

@@ -33,6 +33,7 @@ The tree:
     - EditDoesNotApply: a case's edit does not fit the cell it names (also ``ValueError``)
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
+    - BookBuildFailed: jupyter-book did not produce the book's site
 
 Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
 ``checker.model_based.Disagreement`` end a row's own run and never leave the checker.
@@ -162,3 +163,7 @@ class BaselineFails(EducatorError, RuntimeError):
 class MutationToolFailed(EducatorError, RuntimeError):
     def __init__(self, command: list[str], output: str):
         super().__init__(f"{' '.join(command)} failed:\n{output[-3000:]}")
+
+
+class BookBuildFailed(EducatorError):
+    """jupyter-book did not produce the site (its output is in the message)."""

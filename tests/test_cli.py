@@ -64,8 +64,14 @@ def test_cases_lists_every_case_and_alternative():
 def test_the_solutions_book_is_generated_from_the_source_solution_cells():
     done = lucy("solutions-book")
     assert done.returncode == 0
-    assert "### `finish`" in done.stdout and "### `deliver_one`" in done.stdout
+    assert "#### `finish`" in done.stdout and "#### `deliver_one`" in done.stdout
     assert "BEGIN SOLUTION" not in done.stdout
+
+
+def test_book_without_mermaid_says_what_is_missing_and_fails(tmp_path):
+    done = lucy("book", "--edition", "learner", "--out", str(tmp_path / "book"), "--mermaid", str(tmp_path / "none"))
+    assert done.returncode == 1
+    assert "BOOK NOT BUILT" in done.stdout and "make book" in done.stdout
 
 
 def test_mutation_score_reports_the_share_killed_and_the_survivors_as_diffs(tmp_path):

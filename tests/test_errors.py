@@ -40,7 +40,7 @@ def test_the_errors_docstring_lists_every_error(error):
 
 
 @pytest.mark.parametrize("module", ["course", "carry", "sandbox", "telegram", "checker", "checker.harness",
-                                    "educator.mutation"])
+                                    "educator.mutation", "book"])
 def test_errors_raised_elsewhere_are_the_ones_in_the_tree(module):
     imported = __import__(f"lucy_runtime.{module}", fromlist=["_"])
     mine = [v for v in vars(imported).values() if inspect.isclass(v) and issubclass(v, Exception)

@@ -15,6 +15,7 @@ import time
 import warnings
 from typing import Iterable
 
+from ..errors import GradeFailure, NotWrittenYet
 from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
 from .rows import ROWS, TOPICS, Fail, Row
@@ -84,18 +85,6 @@ def check(topic: str = "all", namespace: dict | None = None, *, swap: dict[str, 
     return run_rows(learner, rows, title=title)
 
 
-class GradeFailure(AssertionError):
-    """Raised in a hidden test cell when a row does not hold. Shown without a traceback wall."""
-
-    def __init__(self, result: RowResult):
-        self.result = result
-        super().__init__(f"{result.row_id}: {result.observation}")
-
-    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of a traceback
-        return [f"Row {self.result.row_id} does not hold.", f"  Observed: {self.result.observation}",
-                f"  Hint: {self.result.hint}"]
-
-
 def grade(row_id: str, namespace: dict | None = None) -> None:
     """Run one row with values made up now; raise GradeFailure if it does not hold.
 
@@ -115,13 +104,6 @@ def grade(row_id: str, namespace: dict | None = None) -> None:
     if not result.passed:
         raise GradeFailure(result)
     print(f"✔ {row_id}: {result.observation}")
-
-
-class NotWrittenYet(AssertionError):
-    """A test cell's visible part: the functions it grades are missing or still the release stub."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self), "Fill in those cells, run them, then run this cell again."]
 
 
 def ready(*names: str, namespace: dict | None = None) -> None:

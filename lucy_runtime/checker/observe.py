@@ -10,6 +10,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..errors import ObserverFailed
 from ..observer import _find_table, snapshot
 
 __all__ = ["Snapshot", "_find_table", "observe_many", "snapshot"]
@@ -52,5 +53,5 @@ def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot
         input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the observer process failed: {done.stderr.strip()[-2000:]}")
+        raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return [Snapshot(**item) for item in json.loads(done.stdout)]

@@ -157,8 +157,6 @@ def release(units: tuple[str, ...] = UNITS, *, root: Path = REPO, validate: bool
     """Regenerate and validate the release in a scratch copy of the course; only then replace
     ``root/release/<unit>``. When nbgrader fails (``NbgraderFailed``) or the release does not
     validate, ``root/release`` is left as it was."""
-    import tempfile
-
     units = tuple(u for u in units if (root / "source" / u / f"{u}.ipynb").exists())
     with tempfile.TemporaryDirectory(prefix="lucy-release-") as scratch:
         stage = Path(scratch)

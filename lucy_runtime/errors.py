@@ -15,6 +15,7 @@ The tree:
   + TelegramError: the Bot API answered ``ok: false``
   + UnitANotFound: Unit B cannot find the learner's Unit A (also ``FileNotFoundError``)
   + ExperimentFailed: a notebook experiment's process failed (also ``RuntimeError``)
+  + NotInAnExperiment: the practice notebook's ``stop_here()`` called outside a supervised process
   + CheckerError: the checker could not get or accept an answer from learner code
     - MissingFunction: a row needs a function nobody defined (also ``NameError``)
     - ContractBroken: a learner function returned what its contract does not name
@@ -34,6 +35,9 @@ The tree:
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
     - BookBuildFailed: jupyter-book did not produce the book's site
+    - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it
+    - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
+    - BenchFailed: the reference did not do the work ``make bench`` timed
 
 Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
 ``checker.model_based.Disagreement`` end a row's own run and never leave the checker.
@@ -92,6 +96,10 @@ class UnitANotFound(LucyError, FileNotFoundError):
 
 class ExperimentFailed(LucyError, RuntimeError):
     """A process a notebook experiment started failed before it could show its result."""
+
+
+class NotInAnExperiment(LucyError):
+    """stop_here() was called outside a supervised process."""
 
 
 class CheckerError(LucyError):
@@ -168,3 +176,15 @@ class MutationToolFailed(EducatorError, RuntimeError):
 
 class BookBuildFailed(EducatorError):
     """jupyter-book did not produce the site (its output is in the message)."""
+
+
+class NothingToGrade(EducatorError):
+    """The course has no such assignment in its gradebook, or no submission of it."""
+
+
+class GradebookUnreadable(EducatorError):
+    """The course's nbgrader configuration names no gradebook that can be read."""
+
+
+class BenchFailed(EducatorError):
+    """The reference did not do the work being timed, so its time means nothing."""

@@ -66,9 +66,9 @@ class Refused:
 
     def __post_init__(self) -> None:
         if not isinstance(self.retryable, bool):
-            raise TypeError(f"retryable: expected a bool, got {type(self.retryable).__name__}")
+            raise InvalidField("retryable", f"expected a bool, got {type(self.retryable).__name__}")
         if self.retry_after is not None and require_number("retry_after", self.retry_after) < 0:
-            raise ValueError("retry_after: must not be negative")
+            raise InvalidField("retry_after", "must not be negative")
 
 
 @dataclass(frozen=True)

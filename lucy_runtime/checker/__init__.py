@@ -16,6 +16,7 @@ import warnings
 from typing import Iterable
 
 from ..errors import GradeFailure, NotWrittenYet
+from ..notebook import UNIT_NOTEBOOKS
 from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
 from .rows import ROWS, TOPICS, Fail, Row
@@ -38,8 +39,6 @@ def select_rows(topic: str) -> list[Row]:
 
 def rows_for_cells(topic: str, cells: list[tuple[str, str]]) -> list[Row]:
     """The rows for ``topic`` whose unit has cells among ``cells`` (named ``unit:grade_id``)."""
-    from ..notebook import UNIT_NOTEBOOKS
-
     units = {name.split(":")[0] for name, _ in cells}
     return [r for r in select_rows(topic) if UNIT_NOTEBOOKS[r.unit] in units]
 

@@ -245,7 +245,7 @@ class Scenario:
 
         def child() -> Any:
             ctx = Ctx(self, learner.namespace())
-            if make_schema:
+            if make_schema and schema is not None:
                 ctx.fn(schema)(ctx.store)
             return script(ctx)
 

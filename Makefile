@@ -19,7 +19,7 @@ MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
 help:
 	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases,"
 	@echo "                    then generate feedback and export grades"
-	@echo "make test           run the whole test suite"
+	@echo "make test           run the whole test suite (ruff and mypy included)"
 	@echo "make test-fast      the suite without the real-nbgrader tests"
 	@echo "make lab            JupyterLab on release/ with this project's kernel"
 	@echo "make formgrader     JupyterLab on this course folder with nbgrader's formgrader (127.0.0.1):"
@@ -101,4 +101,4 @@ book: $(STAMP) $(MERMAID)
 	$(BIN)/lucy book --out build/book
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

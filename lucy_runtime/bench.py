@@ -18,11 +18,20 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import LucyError
+import nbformat
 
-
-class BenchFailed(LucyError):
-    """The reference did not do the work being timed, so its time means nothing."""
+from .checker import SourceLearner, run_rows, select_rows
+from .checker.child import run_in_child
+from .course import ScratchCourse, nbgrader
+from .delivery import DeliveryPolicy
+from .educator.parallel import autograde_class
+from .educator.verify import filled
+from .errors import BenchFailed, InvalidField
+from .loop import LoopResult
+from .notebook import learner_implementation
+from .store import Store
+from .transport import FakeService, FakeTransport
+from .work import Queue
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
@@ -95,15 +104,11 @@ class BenchReport:
 
 
 def _learner(notebook_dir: Path):
-    from .checker import SourceLearner
-    from .notebook import learner_implementation
 
     return SourceLearner(learner_implementation(notebook_dir))
 
 
 def bench_rows(notebook_dir: Path) -> RowsBench:
-    from .checker import run_rows, select_rows
-    from .checker.child import run_in_child
 
     learner = _learner(notebook_dir)
     started = time.monotonic()
@@ -119,7 +124,6 @@ def bench_rows(notebook_dir: Path) -> RowsBench:
 
 
 def _trivial_assignment(root: Path) -> str:
-    import nbformat
 
     name = "trivial"
     nb = nbformat.v4.new_notebook()
@@ -137,9 +141,6 @@ def _timed(fn) -> float:
 
 
 def bench_grading(config: BenchConfig, workdir: Path) -> tuple[AutogradeBench | None, ClassBench | None]:
-    from .course import ScratchCourse, nbgrader
-    from .educator.parallel import autograde_class
-    from .educator.verify import filled
 
     unit = "ch07_unit_a"
     course = ScratchCourse(workdir / "course", units=(unit,))
@@ -169,18 +170,13 @@ def bench_grading(config: BenchConfig, workdir: Path) -> tuple[AutogradeBench | 
 
 class _EchoLoop:
     def run(self, session_id: str, text: str):
-        from .loop import LoopResult
 
         return LoopResult(f"answer to {text}", session_id, 1)
 
 
 def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
-    from persistqueue import SQLiteAckQueue
+    from persistqueue import SQLiteAckQueue  # noqa: PLC0415 - a dev dependency, needed by this one section only
 
-    from .delivery import DeliveryPolicy
-    from .store import Store
-    from .transport import FakeService, FakeTransport
-    from .work import Queue
 
     ns = _learner(notebook_dir).namespace()
     commits = 0
@@ -229,7 +225,7 @@ def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
 def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None) -> BenchReport:
     unknown = set(config.sections) - set(SECTIONS)
     if unknown:
-        raise ValueError(f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+        raise InvalidField("sections", f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     started = time.monotonic()
     rows = autograde = klass = queue = None
     problems = []

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from .errors import LucyError
+from .errors import BookBuildFailed
 from .solutions import solutions_book, source_notebooks
 
 MERMAID_VERSION = "11.12.1"
@@ -30,10 +30,6 @@ MERMAID_VERSION = "11.12.1"
 class Edition(Enum):
     LEARNER = "learner"
     EDUCATOR = "educator"
-
-
-class BookBuildFailed(LucyError):
-    """jupyter-book did not produce the site (its output is in the message)."""
 
 
 @dataclass(frozen=True)

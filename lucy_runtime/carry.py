@@ -10,19 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .cells import compile_cell
+from .errors import UnitANotFound
 from .notebook import learner_cells
 
 UNIT_A = "ch07_unit_a"
-
-
-class UnitANotFound(FileNotFoundError):
-    def __init__(self, looked: list[Path]):
-        self.looked = looked
-        super().__init__("Unit B builds on your Unit A notebook, and it was not found. Looked for:\n"
-                         + "\n".join(f"  {p}" for p in looked))
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self), "Put your ch07_unit_a folder next to this ch07_unit_b folder, then run this cell again."]
 
 
 def candidates(folder: str | os.PathLike) -> list[Path]:
@@ -52,14 +44,10 @@ def unit_a_cells(folder: str | os.PathLike | None = None) -> list[tuple[str, str
 
 def load_unit_a(namespace: dict, folder: str | os.PathLike | None = None) -> list[str]:
     """Run the learner cells of Unit A in ``namespace``; return the names they defined."""
-    import linecache
-
     before = set(namespace)
     path = find_unit_a(folder)
     for cell in learner_cells(path):
-        filename = f"<{cell.unit}:{cell.grade_id}>"
-        linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
-        exec(compile(cell.source, filename, "exec"), namespace)
+        exec(compile_cell(cell.source, f"<{cell.unit}:{cell.grade_id}>"), namespace)
     defined = sorted(n for n in set(namespace) - before if not n.startswith("_") and callable(namespace[n]))
     print(f"Loaded your Unit A from {shown(path, folder or os.getcwd())}: {', '.join(defined) or '(nothing new)'}")
     return defined

@@ -114,11 +114,12 @@ def _release(args) -> int:
 
 
 def _verify(args) -> int:
-    from .educator.verify import main_progress, verify
+    from .educator.verify import verify
+    from .progress import RichProgress
     from .sandbox import detect
 
     print(detect().describe(), flush=True)  # learner code is sandboxed, or one warning says it is not
-    report = verify(progress=main_progress)
+    report = verify(progress=RichProgress())
     print("\nGrade table (autograded points only; written answers are marked by hand)\n")
     print(report.grade_table())
     print("\nKill matrix: educator cases (columns) × rows that lost them points\n")
@@ -143,11 +144,11 @@ def _verify(args) -> int:
 def _mutation(args) -> int:
     """The grader's mutation score: a report to read, not a gate."""
     from .educator.mutation import BaselineFails, MutationToolFailed, mutation_score
-    from .educator.verify import main_progress
+    from .progress import RichProgress
 
     try:
         report = mutation_score(notebooks=args.notebook_dir, only=tuple(args.only), rows=args.rows,
-                                workers=args.workers, seed=args.seed, progress=main_progress)
+                                workers=args.workers, seed=args.seed, progress=RichProgress())
     except (BaselineFails, MutationToolFailed, KeyError) as problem:
         print(f"NO MUTATION SCORE: {problem}")
         return 1

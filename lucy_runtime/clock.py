@@ -19,6 +19,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from .errors import InvalidField
 from .fields import require_id
 from .store import Migration, Store
 from .work import Admission, Outcome
@@ -57,9 +58,9 @@ class Schedule:
         require_id("ticker", self.ticker)
         require_id("session_id", self.session_id)
         if not isinstance(self.start, dt.datetime) or self.start.tzinfo is None:
-            raise TypeError("start: expected a timezone-aware datetime")
+            raise InvalidField("start", "expected a timezone-aware datetime")
         if not isinstance(self.every, dt.timedelta) or self.every <= dt.timedelta(0):
-            raise TypeError("every: expected a positive timedelta")
+            raise InvalidField("every", "expected a positive timedelta")
 
     def slots_until(self, now: dt.datetime, after: dt.datetime | None) -> list[dt.datetime]:
         if now < self.start:
@@ -101,10 +102,10 @@ class TickResult:
 class ClockProducer:
     def __init__(self, store: Store, admit: Callable[[str, str, str], Admission], schedules: Sequence[Schedule]):
         if not callable(admit):
-            raise TypeError("admit: expected the learner's admit(source_id, session_id, text)")
+            raise InvalidField("admit", "expected the learner's admit(source_id, session_id, text)")
         names = [s.name for s in schedules]
         if len(names) != len(set(names)):
-            raise ValueError(f"schedule names must be unique, got {names}")
+            raise InvalidField("schedules", f"schedule names must be unique, got {names}")
         self._store, self._admit, self._schedules = store, admit, tuple(schedules)
         store.migrate("clock", MIGRATIONS)
 
@@ -119,7 +120,7 @@ class ClockProducer:
 
     def tick(self, now: dt.datetime) -> TickResult:
         if not isinstance(now, dt.datetime) or now.tzinfo is None:
-            raise TypeError("now: expected a timezone-aware datetime")
+            raise InvalidField("now", "expected a timezone-aware datetime")
         fired, missed = [], []
         for schedule in self._schedules:
             due = schedule.slots_until(now, self.last_slot(schedule.name))

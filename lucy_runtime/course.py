@@ -7,26 +7,27 @@ exactly as an educator would run it. Scores are read back from nbgrader's gradeb
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from .notebook import UNITS, keep_ids, nbgrader_meta
+from .errors import NbgraderFailed
+from .cells import grade_id, nbgrader_meta, test_cells
+from .notebook import UNITS, keep_ids
 
 REPO = Path(__file__).resolve().parent.parent
 
 CONFIG_BROKEN = "Exception while loading config file"
 """traitlets logs this and carries on without the file: every setting in it silently lost."""
-
-
-class NbgraderFailed(RuntimeError):
-    def __init__(self, args: list[str], output: str):
-        super().__init__(f"nbgrader {' '.join(args)} failed:\n{output[-3000:]}")
 
 
 def _env() -> dict[str, str]:
@@ -63,9 +64,6 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
     ``own_group`` the command runs in a process group of its own, and the watchdog kills
     that whole group (nbgrader and anything it started that did not leave the group).
     """
-    import signal
-    import threading
-
     lines: list[str] = []
     fired = threading.Event()
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -83,7 +81,7 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
         watchdog = threading.Timer(timeout, stop)
         watchdog.start()
         try:
-            for line in proc.stdout:
+            for line in proc.stdout or ():
                 lines.append(line)
                 on_line(line)
         except BaseException:
@@ -97,8 +95,6 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
 
 def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student) -> str:
     """Like ``nbgrader`` but reads the log as it comes, calling ``on_student`` per student."""
-    import re
-
     def on_line(line: str) -> None:
         found = re.search(r"Sanitizing .*/submitted/([^/]+)/", line)
         if found:
@@ -113,15 +109,9 @@ def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student
     return done.output
 
 
-def row_of(grade_id: str) -> str:
-    """``row_finish_atomic`` → ``finish-atomic``: a test cell's grade id names its row."""
-    return grade_id.removeprefix("row_").replace("_", "-")
-
-
 def graded_test_cells(nb) -> dict[str, float]:
     """Autograded test cells of a notebook: grade id → points."""
-    return {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0)) for c in nb.cells
-            if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
+    return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in test_cells(nb)}
 
 
 @dataclass(frozen=True)
@@ -167,8 +157,6 @@ def release(units: tuple[str, ...] = UNITS, *, root: Path = REPO, validate: bool
     """Regenerate and validate the release in a scratch copy of the course; only then replace
     ``root/release/<unit>``. When nbgrader fails (``NbgraderFailed``) or the release does not
     validate, ``root/release`` is left as it was."""
-    import tempfile
-
     units = tuple(u for u in units if (root / "source" / u / f"{u}.ipynb").exists())
     with tempfile.TemporaryDirectory(prefix="lucy-release-") as scratch:
         stage = Path(scratch)
@@ -202,8 +190,6 @@ def _replace_folder(new: Path, dest: Path) -> None:
 def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> list[str]:
     """``nbgrader validate`` on each source (every test passes) and ``--invert`` on each release
     (every autograded test fails). Runs in a scratch copy: the notebooks write evidence files."""
-    import tempfile
-
     problems = []
     with tempfile.TemporaryDirectory(prefix="lucy-validate-") as scratch:
         scratch_root = Path(scratch)
@@ -268,16 +254,14 @@ class ScratchCourse:
         return nbgrader_streaming(args, cwd=self.root, timeout=timeout, on_student=on_student)
 
     def graded(self, unit: str, student: str, *, name: str | None = None, seconds: float = 0.0) -> GradedSubmission:
-        from nbgrader.api import Gradebook
+        from nbgrader.api import Gradebook  # noqa: PLC0415 - nbgrader's package loads Jupyter server
 
         autograded = nbformat.read(str(self.root / "autograded" / student / unit / f"{unit}.ipynb"), as_version=4)
         errors = {}
-        for cell in autograded.cells:
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") and not meta.get("solution"):
-                for out in cell.get("outputs", []):
-                    if out.get("output_type") == "error":
-                        errors[meta["grade_id"]] = f"{out.get('ename')}: {out.get('evalue')}"[:400]
+        for cell in test_cells(autograded):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    errors[grade_id(cell)] = f"{out.get('ename')}: {out.get('evalue')}"[:400]
         with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
             submission = gb.find_submission_notebook(unit, unit, student)
             failing, score, max_score = [], 0.0, 0.0
@@ -297,7 +281,7 @@ class ScratchCourse:
 
     def export(self, to: Path):
         """Every grade in this course's gradebook, exported by nbgrader as CSV and read back with pandas."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 - slow to import, needed by export only
 
         nbgrader(["export", f"--to={to}"], cwd=self.root)
         return pd.read_csv(to)

@@ -1,16 +1,61 @@
-"""The few named exceptions of the runtime.
+"""Every exception the runtime, the checker and the educator tools raise on purpose.
 
 Expected outcomes (a duplicate, a refusal, an uncertain send) are values, never
-exceptions. Exceptions are for misuse and for bugs.
+exceptions. Exceptions are for misuse, for a broken contract and for tools that fail.
+Each one is a ``LucyError``; where Python already has a fitting built-in, it is that
+too, so ``except ValueError`` or ``except AssertionError`` keeps working.
+
+The tree:
+
+* LucyError: the root; catch it to catch every error below
+  + InvalidField: a value given to the runtime has the wrong type, size or form
+    (also ``ValueError`` and ``TypeError``)
+  + StoreMisuse: the store used in a way that would lose or corrupt committed state
+  + TransportMisuse: the sender boundary given something it cannot send
+  + FenceError: ``finish`` given a claim that is not the work's current claim
+  + TelegramError: the Bot API answered ``ok: false``
+  + UnitANotFound: Unit B cannot find the learner's Unit A (also ``FileNotFoundError``)
+  + ExperimentFailed: a notebook experiment's process failed (also ``RuntimeError``)
+  + NotInAnExperiment: the practice notebook's ``stop_here()`` called outside a supervised process
+  + CheckerError: the checker could not get or accept an answer from learner code
+    - MissingFunction: a row needs a function nobody defined (also ``NameError``)
+    - ContractBroken: a learner function returned what its contract does not name
+      (also ``TypeError``)
+      . ReturnedNothing: it returned None
+    - ObserverFailed: the process that reads the files a row left failed
+      (also ``RuntimeError``)
+    - GradeFailure: a row does not hold, raised in a hidden test cell
+      (also ``AssertionError``)
+    - NotWrittenYet: a test cell's functions are missing or still the release stub
+      (also ``AssertionError``)
+  + GradingError: the grading machinery failed, not the learner (also ``RuntimeError``)
+    - NbgraderFailed: an nbgrader command failed or never ended
+    - SandboxUnavailable: the grading sandbox could not be built or did not answer
+  + EducatorError: an educator tool could not do its job
+    - EditDoesNotApply: a case's edit does not fit the cell it names (also ``ValueError``)
+    - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
+    - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
+    - BookBuildFailed: jupyter-book did not produce the book's site
+    - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it
+    - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
+    - BenchFailed: the reference did not do the work ``make bench`` timed
+
+Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
+``checker.model_based.Disagreement`` end a row's own run and never leave the checker.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 
 class LucyError(Exception):
     """Base class for every error the runtime raises on purpose."""
 
 
-class InvalidField(LucyError, ValueError):
-    """A value given to the runtime has the wrong type or size.
+class InvalidField(LucyError, ValueError, TypeError):
+    """A value given to the runtime has the wrong type, size or form.
 
     ``field`` names the argument so the message can point at it.
     """
@@ -37,3 +82,120 @@ class FenceError(LucyError):
     a worker that never claimed the work are both stopped here, with nothing changed.
     Chapter 12 extends the fence with leases, so an expired owner is stopped too.
     """
+
+
+class TelegramError(LucyError):
+    """The Bot API answered ``ok: false``; ``retry_after`` is ``parameters.retry_after`` when it gave one."""
+
+    def __init__(self, method: str, code: int, description: str, retry_after: float | None = None):
+        self.method, self.code, self.description = method, code, description
+        self.retry_after = retry_after
+        super().__init__(f"{method}: {code} {description}")
+
+
+class UnitANotFound(LucyError, FileNotFoundError):
+    """Unit B builds on the learner's Unit A notebook, and none was found where it may be."""
+
+    def __init__(self, looked: list[Path]):
+        self.looked = looked
+        super().__init__("Unit B builds on your Unit A notebook, and it was not found. Looked for:\n"
+                         + "\n".join(f"  {p}" for p in looked))
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self), "Put your ch07_unit_a folder next to this ch07_unit_b folder, then run this cell again."]
+
+
+class ExperimentFailed(LucyError, RuntimeError):
+    """A process a notebook experiment started failed before it could show its result."""
+
+
+class NotInAnExperiment(LucyError):
+    """stop_here() was called outside a supervised process."""
+
+
+class CheckerError(LucyError):
+    """The checker could not get, or could not accept, an answer from learner code."""
+
+
+class MissingFunction(CheckerError, NameError):
+    """A row calls a learner function that is not defined."""
+
+
+class ContractBroken(CheckerError, TypeError):
+    """Raised by the harness, never by the learner: a learner function returned a value the contract does not name."""
+
+
+class ReturnedNothing(ContractBroken):
+    """Raised by the harness: a learner function returned None where the contract names a value.
+
+    Most often an ``except`` that returns instead of re-raising.
+    """
+
+
+class ObserverFailed(CheckerError, RuntimeError):
+    """The separate process that reads a scenario's files failed."""
+
+
+class GradeFailure(CheckerError, AssertionError):
+    """Raised in a hidden test cell when a row does not hold. Shown without a traceback wall."""
+
+    def __init__(self, result: Any):  # a checker.results.RowResult
+        self.result = result
+        super().__init__(f"{result.row_id}: {result.observation}")
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of a traceback
+        return [f"Row {self.result.row_id} does not hold.", f"  Observed: {self.result.observation}",
+                f"  Hint: {self.result.hint}"]
+
+
+class NotWrittenYet(CheckerError, AssertionError):
+    """A test cell's visible part: the functions it grades are missing or still the release stub."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self), "Fill in those cells, run them, then run this cell again."]
+
+
+class GradingError(LucyError, RuntimeError):
+    """The grading machinery failed, not the learner's code."""
+
+
+class NbgraderFailed(GradingError):
+    def __init__(self, args: list[str], output: str):
+        super().__init__(f"nbgrader {' '.join(args)} failed:\n{output[-3000:]}")
+
+
+class SandboxUnavailable(GradingError):
+    """The sandbox was needed and could not be built or did not answer."""
+
+
+class EducatorError(LucyError):
+    """An educator tool (cases, verify-grader, mutation score) could not do its job."""
+
+
+class EditDoesNotApply(EducatorError, ValueError):
+    """A case's edit does not fit the cell it names: the text is missing, repeated, or there is no region."""
+
+
+class BaselineFails(EducatorError, RuntimeError):
+    """The unmutated reference already fails a row, so no mutant could tell anything."""
+
+
+class MutationToolFailed(EducatorError, RuntimeError):
+    def __init__(self, command: list[str], output: str):
+        super().__init__(f"{' '.join(command)} failed:\n{output[-3000:]}")
+
+
+class BookBuildFailed(EducatorError):
+    """jupyter-book did not produce the site (its output is in the message)."""
+
+
+class NothingToGrade(EducatorError):
+    """The course has no such assignment in its gradebook, or no submission of it."""
+
+
+class GradebookUnreadable(EducatorError):
+    """The course's nbgrader configuration names no gradebook that can be read."""
+
+
+class BenchFailed(EducatorError):
+    """The reference did not do the work being timed, so its time means nothing."""

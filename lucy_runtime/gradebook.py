@@ -19,14 +19,10 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
-from .errors import LucyError
+from .errors import GradebookUnreadable
 
 WAIT_SECONDS = 600
 """How long a SQLite writer waits for the lock before it gives up."""
-
-
-class GradebookUnreadable(LucyError):
-    """The course's nbgrader configuration names no gradebook that can be read."""
 
 
 def _on_connect(dbapi_connection, _record) -> None:
@@ -48,8 +44,9 @@ def stop_waiting_for_sqlite_writers() -> None:
 
 def course_db_url(root: Path) -> str:
     """The gradebook URL that nbgrader uses in the course at ``root`` (its ``nbgrader_config.py`` read)."""
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+    # Deferred: nbgrader takes seconds to import; only this function needs it.
+    from nbgrader.coursedir import CourseDirectory  # noqa: PLC0415
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader  # noqa: PLC0415
 
     root = Path(root).resolve()
     try:

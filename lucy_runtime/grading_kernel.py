@@ -32,7 +32,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
                                                          connection_file=self.connection_file)
         # bwrap does not pass SIGINT on to the kernel: interrupt through the control channel instead.
-        self.kernel_spec.interrupt_mode = "message"
+        if self.kernel_spec is not None:
+            self.kernel_spec.interrupt_mode = "message"
         kw.update(cwd="/", env={"PATH": "/usr/bin:/bin"})
         self.log.debug("Sandboxed kernel: %s", argv)
         await super()._async_launch_kernel(argv, **kw)

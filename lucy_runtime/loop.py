@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .errors import InvalidField
 from .fields import require_id, require_str
 from .model import Model
 from .procedure import StockBriefProcedure
@@ -32,7 +33,7 @@ class Loop(Protocol):
 class AgentLoop:
     def __init__(self, model: Model, procedure: StockBriefProcedure | None = None, sessions: Sessions | None = None):
         if not callable(getattr(model, "complete", None)):
-            raise TypeError(f"model: expected an object with complete(prompt), got {type(model).__name__}")
+            raise InvalidField("model", f"expected an object with complete(prompt), got {type(model).__name__}")
         self._model = model
         self._procedure = procedure or StockBriefProcedure()
         self._sessions = sessions

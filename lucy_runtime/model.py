@@ -13,6 +13,7 @@ import os
 import re
 from typing import Protocol
 
+from .errors import InvalidField
 from .fields import require_str
 
 
@@ -55,7 +56,7 @@ class ScriptedModel:
 
     def __init__(self, invocations: InvocationLog):
         if not isinstance(invocations, InvocationLog):
-            raise TypeError(f"invocations: expected an InvocationLog, got {type(invocations).__name__}")
+            raise InvalidField("invocations", f"expected an InvocationLog, got {type(invocations).__name__}")
         self.__log = invocations  # name-mangled: a learner's object holds no handle to reset it
 
     @property

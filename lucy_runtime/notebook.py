@@ -14,10 +14,11 @@ from pathlib import Path
 
 import nbformat
 
+from .cells import grade_id, is_learner_cell
+
 UNITS = ("ch07_unit_a", "ch07_unit_b", "ch07_practice")
 UNIT_NOTEBOOKS = {"A": "ch07_unit_a", "B": "ch07_unit_b", "P": "ch07_practice"}
 """A row's unit letter -> the notebook whose cells it grades."""
-IMPORTS_CELL = "imports"
 
 
 @dataclass(frozen=True)
@@ -25,15 +26,6 @@ class LearnerCell:
     unit: str
     grade_id: str
     source: str
-
-
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_learner_owned(cell) -> bool:
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "code" and meta.get("solution") is True and not meta.get("grade")
 
 
 def read(path: str | Path):
@@ -44,12 +36,7 @@ def learner_cells(path: str | Path) -> list[LearnerCell]:
     """The imports cell and every learner-owned cell, in notebook order."""
     nb = read(path)
     unit = Path(path).stem
-    chosen = []
-    for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        if is_learner_owned(cell) or (cell.cell_type == "code" and meta.get("grade_id") == IMPORTS_CELL):
-            chosen.append(LearnerCell(unit, meta["grade_id"], cell.source))
-    return chosen
+    return [LearnerCell(unit, grade_id(cell), cell.source) for cell in nb.cells if is_learner_cell(cell)]
 
 
 def find_notebooks(folder: str | Path) -> list[Path]:
@@ -72,26 +59,13 @@ def learner_implementation(folder: str | Path) -> list[tuple[str, str]]:
     return [(f"{c.unit}:{c.grade_id}", c.source) for nb in notebooks for c in learner_cells(nb)]
 
 
-def solution_region(source: str) -> str:
-    """The text between BEGIN SOLUTION and END SOLUTION (the reference, in source/)."""
-    lines, inside, kept = source.splitlines(), False, []
-    for line in lines:
-        if "### BEGIN SOLUTION" in line:
-            inside = True
-        elif "### END SOLUTION" in line:
-            inside = False
-        elif inside:
-            kept.append(line)
-    return "\n".join(kept)
-
-
 def pair_of(notebook: str | Path) -> Path:
     return Path(notebook).with_suffix(".md")
 
 
 def sync_from_markdown(markdown: str | Path) -> Path:
     """Write the .ipynb twin of an authored jupytext Markdown file."""
-    import jupytext
+    import jupytext  # noqa: PLC0415 - deferred: a learner's kernel reads notebooks here and never needs jupytext
 
     markdown = Path(markdown)
     nb = jupytext.read(markdown)
@@ -116,21 +90,16 @@ def keep_ids(old, new) -> None:
 
 
 def pair_differences(notebook: str | Path) -> list[str]:
-    """Where a notebook and its Markdown pair disagree (empty when in sync)."""
-    import jupytext
+    """Where a notebook and its Markdown pair disagree, as jupytext compares them (empty when in sync)."""
+    import jupytext  # noqa: PLC0415 - deferred, as in sync_from_markdown
+    from jupytext.compare import NotebookDifference, compare_notebooks  # noqa: PLC0415
 
     notebook = Path(notebook)
     pair = pair_of(notebook)
     if not pair.exists():
         return [f"{notebook.name} has no Markdown pair {pair.name}"]
-    ours = read(notebook).cells
-    theirs = jupytext.read(pair).cells
-    problems = []
-    if len(ours) != len(theirs):
-        problems.append(f"{notebook.name} has {len(ours)} cells, {pair.name} has {len(theirs)}")
-    for index, (a, b) in enumerate(zip(ours, theirs)):
-        if a.cell_type != b.cell_type or a.source.strip() != b.source.strip():
-            problems.append(f"cell {index} differs ({a.cell_type}: {a.source.strip()[:50]!r})")
-        elif nbgrader_meta(a) != nbgrader_meta(b):
-            problems.append(f"cell {index} has different nbgrader metadata")
-    return problems
+    try:
+        compare_notebooks(jupytext.read(pair), read(notebook), fmt="md", raise_on_first_difference=False)
+    except NotebookDifference as difference:
+        return [f"{notebook.name} and {pair.name} differ: {difference}"]
+    return []

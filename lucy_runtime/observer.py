@@ -17,6 +17,7 @@ import sqlite3
 import sys
 from contextlib import closing
 from dataclasses import dataclass
+from typing import Any
 
 from .work import REPORT_COLUMNS, WORK_COLUMNS
 
@@ -78,7 +79,7 @@ def _rows(conn, table, columns, wanted):
 
 
 def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
-    result = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
+    result: dict[str, Any] = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
               "problems": [], "ambiguous": [], "tables": {}}
     problems, ambiguous = result["problems"], result["ambiguous"]
     if not os.path.exists(db):

@@ -10,7 +10,7 @@ from .fields import require_id, require_int
 
 @lru_cache(maxsize=1)
 def _frame():
-    import pandas as pd  # imported on first use: pandas is slow to import
+    import pandas as pd  # noqa: PLC0415 - imported on first use: pandas is slow to import
 
     with resources.files("lucy_runtime").joinpath("data/prices.csv").open("r", encoding="utf-8") as fh:
         frame = pd.read_csv(fh, parse_dates=["date"])

@@ -26,15 +26,20 @@ forked children, which call ``enter_child()`` and drop to the grader user first.
 from __future__ import annotations
 
 import atexit
+import compileall
 import functools
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from .errors import SandboxUnavailable
 
 GRADER_USER = "lucy-grader"
 NOBODY = 65534
@@ -44,10 +49,6 @@ SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", "educator")
 """Not in the snapshot: bytecode (compiled afresh) and ``educator/`` (correct alternatives are solutions)."""
 ENV_SWITCH = "LUCY_SANDBOX"
 """``LUCY_SANDBOX=off`` grades without isolation (for an educator who knows why)."""
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox was needed and could not be built or did not answer."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Sandbox:
                 f"({self.reason}); only the sealed re-check protects grades. See README, 'Grading isolation'.")
 
     def command(self, argv: list[str], *, workdir: str | os.PathLike | None = None, work_source: str | os.PathLike | None = None,
-                read_only: list[tuple[str, str]] = (), env: dict[str, str] | None = None, as_grader: bool = True,
+                read_only: Sequence[tuple[str, str]] = (), env: dict[str, str] | None = None, as_grader: bool = True,
                 caps: tuple[str, ...] = ()) -> list[str]:
         """The bwrap command line that runs ``argv`` inside the sandbox.
 
@@ -94,7 +95,7 @@ class Sandbox:
         as the grader user (mode "user"); ``caps`` are the capabilities ``argv`` keeps
         instead (the rows' orchestrator keeps CAP_SETUID and CAP_SETGID for its children, and CAP_KILL to stop them).
         """
-        if not self.isolated:
+        if not self.isolated or self.bwrap is None:
             raise SandboxUnavailable(self.warning())
         runtime = self.runtime or runtime_snapshot()
         box = [self.bwrap, *_system_binds()]
@@ -219,7 +220,7 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
         shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copyfile(connection_file, connection)
     connection.chmod(0o400)
-    if box.drops_user:
+    if box.drops_user and box.uid is not None and box.gid is not None:
         for root, dirs, files in os.walk(work):
             os.lchown(root, box.uid, box.gid)
             for name in dirs + files:
@@ -246,8 +247,6 @@ def _bwrap_works(bwrap: str) -> str:
 
 def grader_account() -> tuple[str, int, int]:
     """The dedicated grader user, created on first use (root only); nobody when that fails."""
-    import pwd
-
     try:
         entry = pwd.getpwnam(GRADER_USER)
         return GRADER_USER, entry.pw_uid, entry.pw_gid
@@ -290,8 +289,6 @@ def runtime_snapshot() -> Path:
     atexit.register(shutil.rmtree, holder, True)
     copy = holder / package.name
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns(*SNAPSHOT_LEAVES_OUT))
-    import compileall
-
     compileall.compile_dir(str(copy), quiet=2, ddir=f"{RUNTIME_IN_BOX}/{package.name}", workers=1)
     for root, dirs, files in os.walk(holder):
         os.chmod(root, 0o755)
@@ -343,8 +340,9 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
 
     Returns the same ``CheckReport`` as ``run_rows(..., title="sealed")``.
     """
-    from .checker import CheckReport, RowResult, SourceLearner, run_rows
-    from .checker.rows import ROWS
+    # Deferred: the checker's children import this module (see tests/test_import_cycles.py).
+    from .checker import CheckReport, RowResult, SourceLearner, run_rows  # noqa: PLC0415
+    from .checker.rows import ROWS  # noqa: PLC0415
 
     box = box or detect()
     if not box.isolated:
@@ -386,9 +384,9 @@ def _warn_once(box: Sandbox, log=None) -> None:
 def _rows_main() -> int:
     """The sealed re-check's orchestrator (trusted); learner code only in its children."""
     global _drop_to
-    from .checker import SourceLearner, run_row
-    from .checker.harness import Harness
-    from .checker.rows import ROWS
+    from .checker import SourceLearner, run_row  # noqa: PLC0415 - deferred, as in run_sealed_rows
+    from .checker.harness import Harness  # noqa: PLC0415
+    from .checker.rows import ROWS  # noqa: PLC0415
 
     answer = os.fdopen(os.dup(1), "w")  # the report goes here; nothing else may write to it
     os.dup2(2, 1)

@@ -19,37 +19,27 @@ from traitlets import Float
 
 from .checker import SourceLearner
 from .checker.rows import ROWS
-from .notebook import IMPORTS_CELL, is_learner_owned, nbgrader_meta
+from .carry import unit_a_cells
+from .cells import grade_id, is_learner_cell, row_of, test_cells
+from .errors import UnitANotFound
 from .sandbox import run_sealed_rows
 
 
 def row_cells(nb) -> dict[str, str]:
     """grade_id → row id, for every test cell that grades an acceptance row."""
-    found = {}
-    for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        grade_id = meta.get("grade_id", "")
-        if meta.get("grade") and not meta.get("solution") and grade_id.startswith("row_"):
-            row_id = grade_id.removeprefix("row_").replace("_", "-")
-            if row_id in ROWS:
-                found[grade_id] = row_id
-    return found
+    named = [grade_id(cell) for cell in test_cells(nb) if grade_id(cell).startswith("row_")]
+    return {name: row_of(name) for name in named if row_of(name) in ROWS}
 
 
 def notebook_learner(nb, unit: str, folder: str | None = None) -> SourceLearner:
     """The learner cells of ``nb``; for Unit B, the learner's Unit A cells come first."""
     cells = []
     if unit == "ch07_unit_b":
-        from .carry import UnitANotFound, unit_a_cells
-
         try:
             cells += unit_a_cells(folder)
         except UnitANotFound:
             pass  # every row then fails, saying which function is missing
-    for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        if is_learner_owned(cell) or (cell.cell_type == "code" and meta.get("grade_id") == IMPORTS_CELL):
-            cells.append((f"{unit}:{meta['grade_id']}", cell.source))
+    cells += [(f"{unit}:{grade_id(cell)}", cell.source) for cell in nb.cells if is_learner_cell(cell)]
     return SourceLearner(cells)
 
 
@@ -72,11 +62,6 @@ def unknown_cell_outputs(grade_id: str) -> list:
                    "can check it. It earns no points; tell your educator."])]
 
 
-def graded_code_cells(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code" and nbgrader_meta(c).get("grade")
-            and not nbgrader_meta(c).get("solution")]
-
-
 class SealedVerdicts(NbGraderPreprocessor):
     timeout = Float(5.0, help="Seconds each learner call may take before it is stopped.").tag(config=True)
 
@@ -89,14 +74,14 @@ class SealedVerdicts(NbGraderPreprocessor):
             report = run_sealed_rows(notebook_learner(nb, unit, folder).cells, list(dict.fromkeys(graded.values())),
                                      timeout=self.timeout, log=self.log)
             verdicts = {r.row_id: r for r in report.results}
-        for cell in graded_code_cells(nb):
-            grade_id = nbgrader_meta(cell).get("grade_id", "")
-            if grade_id in graded:
-                verdict = verdicts[graded[grade_id]]
+        for cell in test_cells(nb):
+            name = grade_id(cell)
+            if name in graded:
+                verdict = verdicts[graded[name]]
                 cell.outputs = verdict_outputs(verdict)
                 if not verdict.passed:
                     self.log.debug("sealed verdict: %s fails: %s", verdict.row_id, verdict.observation)
             else:
-                cell.outputs = unknown_cell_outputs(grade_id)
-                self.log.warning("sealed verdict: autograded cell %s names no acceptance row", grade_id)
+                cell.outputs = unknown_cell_outputs(name)
+                self.log.warning("sealed verdict: autograded cell %s names no acceptance row", name)
         return nb, resources

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import InvalidField
 from .fields import require_id, require_int, require_str
 from .store import Migration, Store
 
@@ -75,7 +76,7 @@ class Sessions:
     def add_turn(self, session_id: str, role: str, text: str) -> Turn:
         require_id("session_id", session_id)
         if role not in ROLES:
-            raise ValueError(f"role: expected one of {ROLES}, got {role!r}")
+            raise InvalidField("role", f"expected one of {ROLES}, got {role!r}")
         require_str("text", text)
         with self._store.transaction() as tx:
             if tx.execute("SELECT 1 FROM lucy_session WHERE session_id = ?", (session_id,)).fetchone() is None:

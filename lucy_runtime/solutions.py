@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .notebook import IMPORTS_CELL, is_learner_owned, nbgrader_meta, read
+from .cells import IMPORTS_CELL, grade_id, is_grade, is_learner_owned, is_solution, strip_markers
+from .notebook import read
 
 HEADING = re.compile(r"^(#{2,3})\s+(.*)$", re.M)
 
@@ -37,18 +38,17 @@ def source_notebooks(folder: str | Path = "source") -> list[Path]:
 
 
 def _is_written_answer(cell) -> bool:
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "markdown" and meta.get("solution") is True and meta.get("grade") is True
+    return cell.cell_type == "markdown" and is_solution(cell) and is_grade(cell)
 
 
 def solutions(notebook: str | Path) -> list[Solution]:
     """The worked answers of one notebook, in notebook order (the imports cell is not an answer)."""
     nb = read(notebook)
-    found, block, prose = [], "", []
+    found: list[Solution] = []
+    block, prose = "", list[str]()
     for cell in nb.cells:
-        meta = nbgrader_meta(cell)
         if _is_written_answer(cell):
-            found.append(Solution(Path(notebook).stem, meta["grade_id"], block, "\n\n".join(prose),
+            found.append(Solution(Path(notebook).stem, grade_id(cell), block, "\n\n".join(prose),
                                   cell.source.strip(), "written"))
             prose = []
         elif cell.cell_type == "markdown":
@@ -58,23 +58,17 @@ def solutions(notebook: str | Path) -> list[Solution]:
             text = HEADING.sub("", cell.source).strip()
             prose += [text] if text else []
         elif cell.cell_type == "code":
-            if is_learner_owned(cell) and meta.get("grade_id") != IMPORTS_CELL:
-                found.append(Solution(Path(notebook).stem, meta["grade_id"], block, "\n\n".join(prose),
-                                      without_markers(cell.source), "code"))
+            if is_learner_owned(cell) and grade_id(cell) != IMPORTS_CELL:
+                found.append(Solution(Path(notebook).stem, grade_id(cell), block, "\n\n".join(prose),
+                                      strip_markers(cell.source), "code"))
             prose = []
     return found
-
-
-def without_markers(source: str) -> str:
-    """The cell as the reference wrote it, without nbgrader's solution markers."""
-    return "\n".join(line for line in source.splitlines()
-                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
 
 
 def imports_cell(notebook: str | Path) -> str:
     """The locked imports cell: the names every answer in that notebook may use."""
     for cell in read(notebook).cells:
-        if cell.cell_type == "code" and nbgrader_meta(cell).get("grade_id") == IMPORTS_CELL:
+        if cell.cell_type == "code" and grade_id(cell) == IMPORTS_CELL:
             return cell.source
     return ""
 

@@ -208,7 +208,8 @@ class Store:
         return self._conn.execute(sql, params).fetchall()
 
     def tables(self) -> list[str]:
-        rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+        rows = self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
         return [row["name"] for row in rows]
 
     def schema_version(self, component: str) -> int:
@@ -251,7 +252,7 @@ class Store:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-            self._conn = None
+            self._conn = None  # type: ignore[assignment]  # closed: every later use fails loudly
 
     def __enter__(self) -> "Store":
         return self

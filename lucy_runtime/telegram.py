@@ -47,7 +47,7 @@ from typing import Any, Callable, Mapping
 
 import httpx
 
-from .errors import LucyError, TransportMisuse
+from .errors import InvalidField, TelegramError, TransportMisuse
 from .fields import require_id, require_str
 from .store import Migration, Store
 from .transport import OutgoingReport, Receipt, Refused, SendOutcome, Uncertain
@@ -83,15 +83,6 @@ MIGRATIONS = (
 )
 
 BUSY_REPLY = "Lucy is busy right now and did not take this request. Please send it again in a few minutes."
-
-
-class TelegramError(LucyError):
-    """The Bot API answered ``ok: false``; ``retry_after`` is ``parameters.retry_after`` when it gave one."""
-
-    def __init__(self, method: str, code: int, description: str, retry_after: float | None = None):
-        self.method, self.code, self.description = method, code, description
-        self.retry_after = retry_after
-        super().__init__(f"{method}: {code} {description}")
 
 
 class BotApi:
@@ -214,10 +205,10 @@ class TelegramIntake:
                  allowed_chats: Mapping[int, str], *, bot: str = "lucy",
                  now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc)):
         if not callable(admit):
-            raise TypeError("admit: expected the learner's admit(source_id, session_id, text)")
+            raise InvalidField("admit", "expected the learner's admit(source_id, session_id, text)")
         for chat_id, session_id in allowed_chats.items():
             if not _is_int(chat_id):
-                raise TypeError(f"allowed_chats: chat ids are integers, got {chat_id!r}")
+                raise InvalidField("allowed_chats", f"chat ids are integers, got {chat_id!r}")
             require_id("session_id", session_id)
         self._api, self._store, self._admit = api, store, admit
         self._allowed = dict(allowed_chats)

@@ -22,6 +22,9 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from .errors import InvalidField
 
 _ERRORS = {
     400: "Bad Request: chat not found",
@@ -29,7 +32,6 @@ _ERRORS = {
     429: "Too Many Requests: retry after {retry_after}",
     500: "Internal Server Error",
 }
-from urllib.parse import parse_qs, urlparse
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class FakeTelegram:
     def fail_next_sends(self, code: int, count: int = 1, *, retry_after: int = 5) -> None:
         """Answer the next ``count`` sendMessage calls with Bot API error ``code`` and send nothing."""
         if code not in _ERRORS:
-            raise ValueError(f"code: one of {sorted(_ERRORS)}, got {code!r}")
+            raise InvalidField("code", f"one of {sorted(_ERRORS)}, got {code!r}")
         with self._lock:
             self._errors.extend([(code, retry_after)] * count)
 

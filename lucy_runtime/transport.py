@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterable, Mapping, Protocol, Union
 
-from .errors import TransportMisuse
+from .errors import InvalidField, TransportMisuse
 from .fields import require_id, require_number, require_str
 
 
@@ -66,9 +66,9 @@ class Refused:
 
     def __post_init__(self) -> None:
         if not isinstance(self.retryable, bool):
-            raise TypeError(f"retryable: expected a bool, got {type(self.retryable).__name__}")
+            raise InvalidField("retryable", f"expected a bool, got {type(self.retryable).__name__}")
         if self.retry_after is not None and require_number("retry_after", self.retry_after) < 0:
-            raise ValueError("retry_after: must not be negative")
+            raise InvalidField("retry_after", "must not be negative")
 
 
 @dataclass(frozen=True)
@@ -143,23 +143,23 @@ class FakeService:
                  clock: Callable[[], float] = time.time, sessions: Mapping[str, Behaviour] | None = None):
         self._path = require_str("log_path", os.fspath(log_path), max_bytes=4096)
         if not isinstance(idempotent, bool):
-            raise TypeError(f"idempotent: expected a bool, got {type(idempotent).__name__}")
+            raise InvalidField("idempotent", f"expected a bool, got {type(idempotent).__name__}")
         if retention is not None and require_number("retention", retention) <= 0:
-            raise ValueError("retention: must be more than 0 seconds")
+            raise InvalidField("retention", "must be more than 0 seconds")
         if not callable(clock):
-            raise TypeError("clock: expected a function that returns the time in seconds")
+            raise InvalidField("clock", "expected a function that returns the time in seconds")
         self._sessions = dict(sessions or {})
         for session_id, behaviour in self._sessions.items():
             require_id("sessions", session_id)
             if not isinstance(behaviour, Behaviour):
-                raise TypeError(f"sessions: expected Behaviour values, got {type(behaviour).__name__}")
+                raise InvalidField("sessions", f"expected Behaviour values, got {type(behaviour).__name__}")
         self.idempotent = idempotent
         self.retention = retention
         self._clock = clock
         steps = None if script is None else list(script)
         for step in steps or ():
             if not isinstance(step, Behaviour):
-                raise TypeError(f"script: expected Behaviour values, got {type(step).__name__}")
+                raise InvalidField("script", f"expected Behaviour values, got {type(step).__name__}")
         with self._connect() as conn:
             for statement in _SERVICE_SCHEMA:
                 conn.execute(statement)
@@ -307,7 +307,7 @@ class FakeTransport:
     def __init__(self, service: FakeService, *, before_send: Callable[[OutgoingReport], None] | None = None,
                  on_accepted: Callable[[Receipt], None] | None = None):
         if not isinstance(service, FakeService):
-            raise TypeError(f"service: expected a FakeService, got {type(service).__name__}")
+            raise InvalidField("service", f"expected a FakeService, got {type(service).__name__}")
         self._service = service
         self._before_send = before_send
         self._on_accepted = on_accepted

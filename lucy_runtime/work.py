@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .errors import FenceError
+from .errors import FenceError, InvalidField
 from .fields import require_int
 from .store import Store
 
@@ -49,7 +49,7 @@ class Admission:
 
     def __post_init__(self) -> None:
         if not isinstance(self.outcome, Outcome):
-            raise TypeError(f"outcome: expected an Outcome, got {type(self.outcome).__name__}")
+            raise InvalidField("outcome", f"expected an Outcome, got {type(self.outcome).__name__}")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Queue:
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, Store):
-            raise TypeError(f"store: expected a Store, got {type(self.store).__name__}")
+            raise InvalidField("store", f"expected a Store, got {type(self.store).__name__}")
         require_int("capacity", self.capacity, minimum=1)
         require_int("per_session_limit", self.per_session_limit, minimum=1)
 

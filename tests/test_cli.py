@@ -11,7 +11,7 @@ import nbformat
 
 from lucy_runtime.educator.cases import by_name
 from lucy_runtime.educator.verify import filled, with_written_answers
-from lucy_runtime.notebook import nbgrader_meta
+from lucy_runtime.cells import nbgrader_meta
 
 from .conftest import REPO
 

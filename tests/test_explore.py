@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ipywidgets as w
+import pytest
 
-from lucy_runtime.explore import Explorer, tables_html
+from lucy_runtime.errors import ExperimentFailed
+from lucy_runtime.explore import Explorer, after_restart, tables_html
 
 from .conftest import learner_with
 
@@ -67,3 +69,12 @@ def test_an_experiment_child_can_open_a_file_the_kernel_holds_open(tmp_path):
                          timeout=10)
     assert seen == [1]
     held.close()
+
+
+def test_a_restart_experiment_whose_first_process_fails_says_so():
+    with pytest.raises(ExperimentFailed, match="the first process failed before it died: ZeroDivisionError"):
+        after_restart(lambda: 1 / 0, lambda: None)
+
+
+def test_what_a_restart_experiment_sees_is_what_the_second_process_returned():
+    assert after_restart(lambda: None, lambda: "seen after") == "seen after"

@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from lucy_runtime.course import NbgraderFailed, ScratchCourse, _env, generate_release, release
-from lucy_runtime.notebook import UNITS, nbgrader_meta
+from lucy_runtime.cells import nbgrader_meta
+from lucy_runtime.notebook import UNITS
 from lucy_runtime.unchanged_on_failure import unchanged_on_failure
 
 A, B = UNITS[:2]

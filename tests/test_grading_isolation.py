@@ -22,7 +22,7 @@ import pytest
 
 from lucy_runtime import sandbox
 from lucy_runtime.course import REPO, ScratchCourse
-from lucy_runtime.notebook import is_learner_owned, nbgrader_meta
+from lucy_runtime.cells import is_learner_owned
 
 UNIT = "ch07_unit_a"
 ROWS_PY = REPO / "lucy_runtime" / "checker" / "rows.py"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from lucy_runtime.course import GradedSubmission
-from lucy_runtime.educator.verify import Entry, hand_back
+from lucy_runtime.educator.verify import Entry, Kind, hand_back
 
 UNIT = "ch07_unit_a"
 
@@ -40,7 +40,7 @@ class RecordingCourse:
 
 
 def graded(name: str, score: float) -> Entry:
-    return Entry(name, "case", UNIT, graded=GradedSubmission(name, UNIT, score, 21.0))
+    return Entry(name, Kind.CASE, UNIT, graded=GradedSubmission(name, UNIT, score, 21.0))
 
 
 def test_matching_feedback_and_grades_raise_no_problem(tmp_path):

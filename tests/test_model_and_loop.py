@@ -80,7 +80,7 @@ def test_the_loop_refuses_wrong_types_naming_the_field(tmp_path, session_id, tex
 
 
 def test_the_loop_refuses_something_that_is_not_a_model():
-    with pytest.raises(TypeError, match="model"):
+    with pytest.raises(InvalidField, match="model"):
         AgentLoop(object())
 
 

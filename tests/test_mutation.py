@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.mutation import (BaselineFails, MutationReport, Mutant, check_cells, mutation_score,
+from lucy_runtime.educator.mutation import (BaselineFails, MutationReport, Mutant, MutantOutcome, check_cells, mutation_score,
                                             read_cells, write_cells)
 
 from .conftest import with_case
@@ -66,3 +66,15 @@ def test_the_score_counts_only_mutants_that_ran():
     assert (report.scored, report.share_killed) == (2, 0.5)
     assert "1 of 2 mutants killed (50%)" in report.summary()
     assert report.cell_table().splitlines()[1].split() == ["a:x", "3", "1", "1"]
+
+
+def test_mutant_outcomes_are_one_of_three_and_nothing_else():
+    assert Mutant("a:x", 1, "op", "killed").outcome is MutantOutcome.KILLED
+    with pytest.raises(ValueError):
+        Mutant("a:x", 1, "op", "maimed")
+
+
+def test_the_killers_table_counts_mutants_per_row_most_first():
+    report = MutationReport([Mutant("a:x", n, "op", "killed", row) for n, row in enumerate(["one", "two", "two"])])
+    assert [line.split() for line in report.killers().splitlines()] == [["row", "mutants"], ["two", "2"], ["one", "1"]]
+    assert MutationReport([]).killers() == ""

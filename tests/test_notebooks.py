@@ -10,9 +10,9 @@ import nbformat
 import pytest
 
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.course import nbgrader, row_of, graded_test_cells
-from lucy_runtime.notebook import (is_learner_owned, nbgrader_meta, pair_differences, solution_region,
-                                   sync_from_markdown)
+from lucy_runtime.cells import is_learner_owned, nbgrader_meta, row_of, solution_region
+from lucy_runtime.course import nbgrader, graded_test_cells
+from lucy_runtime.notebook import pair_differences, sync_from_markdown
 
 from .conftest import REPO
 
@@ -31,6 +31,23 @@ def test_both_units_are_there():
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
 def test_each_source_notebook_is_in_sync_with_its_markdown_pair(notebook):
     assert pair_differences(notebook) == []
+
+
+@pytest.mark.parametrize("drift", ["source", "metadata", "extra cell"])
+def test_a_notebook_that_drifted_from_its_pair_is_reported(tmp_path, drift):
+    notebook = tmp_path / SOURCES[0].name
+    shutil.copy(SOURCES[0], notebook)
+    shutil.copy(SOURCES[0].with_suffix(".md"), notebook.with_suffix(".md"))
+    nb = nbformat.read(str(notebook), as_version=4)
+    cell = next(c for c in nb.cells if is_learner_owned(c))
+    if drift == "source":
+        cell.source += "\nextra = 1"
+    elif drift == "metadata":
+        nbgrader_meta(cell)["points"] = 99
+    else:
+        nb.cells.append(nbformat.v4.new_markdown_cell("An edit made only in the notebook."))
+    nbformat.write(nb, str(notebook))
+    assert pair_differences(notebook) != []
 
 
 def test_sync_keeps_the_ids_of_cells_that_did_not_change(tmp_path):

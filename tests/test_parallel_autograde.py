@@ -18,7 +18,7 @@ from lucy_runtime.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
 from lucy_runtime.educator.parallel import ClassGrading, Status, autograde_class
 from lucy_runtime.educator.verify import filled
-from lucy_runtime.notebook import is_learner_owned
+from lucy_runtime.cells import is_learner_owned
 
 from .pg import postgres
 

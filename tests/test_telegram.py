@@ -8,7 +8,7 @@ import os
 import httpx
 import pytest
 
-from lucy_runtime.errors import TransportMisuse
+from lucy_runtime.errors import InvalidField, TransportMisuse
 from lucy_runtime.store import Store
 from lucy_runtime.telegram import (BUSY_REPLY, BotApi, Message, Skipped, TelegramIntake, TelegramTransport,
                                    parse_update)
@@ -351,5 +351,5 @@ def test_a_wrong_token_is_an_error_naming_the_method(api, store):
 
 
 def test_intake_refuses_a_bool_chat_id_in_the_allow_list(api, store):
-    with pytest.raises(TypeError, match="chat ids are integers"):
+    with pytest.raises(InvalidField, match="chat ids are integers"):
         intake_for(api, store, SpyAdmit(), {True: "chat-1"})

@@ -176,7 +176,7 @@ def test_send_refuses_something_that_is_not_an_outgoing_report(tmp_path):
 
 
 def test_the_service_refuses_a_non_bool_idempotent_flag(tmp_path):
-    with pytest.raises(TypeError, match="idempotent"):
+    with pytest.raises(InvalidField, match="idempotent"):
         FakeService(tmp_path / "s.sqlite3", idempotent=1)
 
 

@@ -15,6 +15,8 @@ import time
 import warnings
 from typing import Iterable
 
+from ..errors import GradeFailure, NotWrittenYet
+from ..notebook import UNIT_NOTEBOOKS
 from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
 from .rows import ROWS, TOPICS, Fail, Row
@@ -37,8 +39,6 @@ def select_rows(topic: str) -> list[Row]:
 
 def rows_for_cells(topic: str, cells: list[tuple[str, str]]) -> list[Row]:
     """The rows for ``topic`` whose unit has cells among ``cells`` (named ``unit:grade_id``)."""
-    from ..notebook import UNIT_NOTEBOOKS
-
     units = {name.split(":")[0] for name, _ in cells}
     return [r for r in select_rows(topic) if UNIT_NOTEBOOKS[r.unit] in units]
 
@@ -84,18 +84,6 @@ def check(topic: str = "all", namespace: dict | None = None, *, swap: dict[str, 
     return run_rows(learner, rows, title=title)
 
 
-class GradeFailure(AssertionError):
-    """Raised in a hidden test cell when a row does not hold. Shown without a traceback wall."""
-
-    def __init__(self, result: RowResult):
-        self.result = result
-        super().__init__(f"{result.row_id}: {result.observation}")
-
-    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of a traceback
-        return [f"Row {self.result.row_id} does not hold.", f"  Observed: {self.result.observation}",
-                f"  Hint: {self.result.hint}"]
-
-
 def grade(row_id: str, namespace: dict | None = None) -> None:
     """Run one row with values made up now; raise GradeFailure if it does not hold.
 
@@ -115,13 +103,6 @@ def grade(row_id: str, namespace: dict | None = None) -> None:
     if not result.passed:
         raise GradeFailure(result)
     print(f"✔ {row_id}: {result.observation}")
-
-
-class NotWrittenYet(AssertionError):
-    """A test cell's visible part: the functions it grades are missing or still the release stub."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self), "Fill in those cells, run them, then run this cell again."]
 
 
 def ready(*names: str, namespace: dict | None = None) -> None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
-from .. import sandbox
+from .. import sandbox, store
 
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MESSAGE_LIMIT = 1 << 20
@@ -214,7 +214,7 @@ def describe_exception(exc: BaseException) -> LearnerError:
     frame = learner[-1] if learner else None
     where, line = "", ""
     if frame is not None:
-        line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+        line = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
         where = f"{frame.name}(), line {frame.lineno}" if frame.name != "<module>" else f"line {frame.lineno}"
     return LearnerError(type(exc).__name__, message, where, line, harness)
 
@@ -246,8 +246,6 @@ def _child_main(fn: Callable[[], Any], result_fd: int, to_parent: int, from_pare
             os.dup2(devnull, fd)
         sys.stdout = sys.stderr = captured
         _channel = _Channel(to_parent, from_parent)
-        from .. import store
-
         store.set_process_hook(PROBE)
         payload = {"status": "returned", "value": _plain(fn())}
     except BaseException as exc:  # learner code may raise anything, SystemExit included
@@ -449,7 +447,7 @@ class Supervisor:
         child.finished = True
         _data_version_close(child.db)
         seconds = time.monotonic() - child.started
-        common = {"seconds": seconds, "points": tuple(child.points), "bypass": child.bypass}
+        common: dict[str, Any] = {"seconds": seconds, "points": tuple(child.points), "bypass": child.bypass}
         if timed_out:
             child.result = ChildResult(Status.TIMEOUT, **common)
         elif child.killed:

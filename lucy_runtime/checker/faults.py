@@ -159,5 +159,5 @@ EXPERIMENT_EXIT = 77
 """The exit status of a process a notebook experiment stopped (it proves nothing to the checker)."""
 
 
-__all__ = ["CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt", "InjectedFault", "PauseForRival", "Probe", "Rival",
-           "Stop", "crash_points"]
+__all__ = ["CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt",
+           "InjectedFault", "PauseForRival", "Probe", "Rival", "Stop", "crash_points"]

@@ -6,7 +6,6 @@ the observer what is on disk. Learner code runs in the children, through ``Ctx``
 
 from __future__ import annotations
 
-import linecache
 import os
 import random
 import shutil
@@ -15,9 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..cells import compile_cell
 from ..delivery import DeliveryPolicy, ManualClock
+from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
 from ..model import InvocationLog, ScriptedModel
+from ..prices import PriceBook
 from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
@@ -68,10 +70,8 @@ class SourceLearner:
         self.cells = list(cells)
         self._compiled: list[tuple[Any, BaseException | None]] = []
         for name, source in self.cells:  # compile once here; every child only executes
-            filename = f"<cell {name}>"
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             try:
-                self._compiled.append((compile(source, filename, "exec"), None))
+                self._compiled.append((compile_cell(source, f"<cell {name}>"), None))
             except SyntaxError as error:
                 self._compiled.append((None, error))
 
@@ -102,21 +102,6 @@ class SwappedLearner:
                 raise MissingFunction(f"no function named {source!r} is defined: run the cell that defines it")
             ns[target] = ns[source]
         return ns
-
-
-class MissingFunction(NameError):
-    pass
-
-
-class ContractBroken(TypeError):
-    """Raised by the harness, never by the learner: a learner function returned a value the contract does not name."""
-
-
-class ReturnedNothing(ContractBroken):
-    """Raised by the harness: a learner function returned None where the contract names a value.
-
-    Most often an ``except`` that returns instead of re-raising.
-    """
 
 
 def broken(value: Any, message: str) -> ContractBroken:
@@ -263,7 +248,7 @@ class Scenario:
 
         def child() -> Any:
             ctx = Ctx(self, learner.namespace())
-            if make_schema:
+            if make_schema and schema is not None:
                 ctx.fn(schema)(ctx.store)
             return script(ctx)
 
@@ -298,8 +283,6 @@ class Harness:
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
         # Load the price table once here, so forked children inherit it instead of importing pandas each.
-        from ..prices import PriceBook
-
         PriceBook().tickers
         self.crash_points = 0  # crash points tried so far in this grading run
         self._own_dir = workdir is None

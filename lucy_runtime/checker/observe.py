@@ -10,7 +10,9 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..errors import ObserverFailed
 from ..observer import _find_table, snapshot
+from ..sandbox import dropping_to
 
 __all__ = ["Snapshot", "_find_table", "observe_many", "snapshot"]
 
@@ -53,7 +55,7 @@ def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot
     )
     _leave_writable(targets)
     if done.returncode != 0:
-        raise RuntimeError(f"the observer process failed: {done.stderr.strip()[-2000:]}")
+        raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return [Snapshot(**item) for item in json.loads(done.stdout)]
 
 
@@ -65,8 +67,6 @@ def _leave_writable(targets: list[dict]) -> None:
     so a file the observer created (mode 0644) would make the next child's write fail with
     "attempt to write a readonly database". Only files this process owns are touched.
     """
-    from ..sandbox import dropping_to
-
     if dropping_to() is None:
         return
     for target in targets:

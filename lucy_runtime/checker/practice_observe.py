@@ -10,6 +10,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..errors import ObserverFailed
+
 
 @dataclass(frozen=True)
 class PracticeSnapshot:
@@ -46,5 +48,5 @@ def observe_practice(targets: list[dict], *, timeout: float = 30.0) -> list[Prac
     done = subprocess.run([sys.executable, "-B", "-m", "lucy_runtime.practice.observer"],
                           input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode != 0:
-        raise RuntimeError(f"the observer process failed: {done.stderr.strip()[-2000:]}")
+        raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return [PracticeSnapshot(**item) for item in json.loads(done.stdout)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..notebook import solution_region
+from ..errors import EditDoesNotApply
+from ..cells import solution_region
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,13 @@ class Edit:
         if self.old is None:
             region = solution_region(source)
             if not region:
-                raise ValueError(f"cell {self.cell!r} has no solution region to replace")
+                raise EditDoesNotApply(f"cell {self.cell!r} has no solution region to replace")
             indent = region[: len(region) - len(region.lstrip())]
             body = "\n".join(indent + line if line else line for line in self.new.splitlines())
             return source.replace(region, body, 1)
         count = source.count(self.old)
         if count != 1:
-            raise ValueError(f"edit of cell {self.cell!r}: expected the text once, found it {count} times: {self.old[:60]!r}")
+            raise EditDoesNotApply(f"edit of cell {self.cell!r}: expected the text once, found it {count} times: {self.old[:60]!r}")
         return source.replace(self.old, self.new, 1)
 
 

@@ -15,6 +15,7 @@ because cosmic-ray edits the files in place while the rows run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shlex
 import shutil
@@ -24,25 +25,24 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Callable
+from typing import cast
 
+import pandas as pd
+
+from ..checker import SourceLearner, rows_for_cells, run_row
+from ..checker.harness import Harness
+from ..errors import BaselineFails, MutationToolFailed
 from ..notebook import learner_implementation
+from ..progress import Progress
+from ..tables import text_table
 
 CELLS = "cells"
 PROGRESS = "progress.log"
 SESSION = "session.sqlite"
 CONFIG = "cosmic-ray.toml"
 KILLED_BY = "KILLED BY "
-
-
-class BaselineFails(RuntimeError):
-    """The unmutated reference already fails a row, so no mutant could tell anything."""
-
-
-class MutationToolFailed(RuntimeError):
-    def __init__(self, command: list[str], output: str):
-        super().__init__(f"{' '.join(command)} failed:\n{output[-3000:]}")
 
 
 # -- cells on disk ------------------------------------------------------------------
@@ -75,9 +75,6 @@ def read_cells(folder: Path) -> list[tuple[str, str]]:
 
 def check_cells(folder: Path, *, seed: int, rows: str = "all") -> tuple[bool, str]:
     """Run the rows against the cells in ``folder`` and stop at the first failing one."""
-    from ..checker import SourceLearner, rows_for_cells, run_row
-    from ..checker.harness import Harness
-
     cells = read_cells(folder)
     chosen = rows_for_cells(rows, cells)
     with Harness(SourceLearner(cells), seed=seed) as harness:
@@ -99,20 +96,29 @@ def _check_main(argv: list[str]) -> int:
     print(line, flush=True)
     if args.progress:
         with args.progress.open("a") as log:
-            log.write(("survived" if passed else "killed") + "\n")
+            log.write((MutantOutcome.SURVIVED if passed else MutantOutcome.KILLED) + "\n")
     return 0 if passed else 1
 
 
 # -- results --------------------------------------------------------------------------
+
+class MutantOutcome(StrEnum):
+    KILLED = "killed"  # some row failed
+    SURVIVED = "survived"  # every row passed: the rows cannot tell this edit from the reference
+    INCOMPETENT = "incompetent"  # the mutant did not even run (cosmic-ray gave up on it)
+
 
 @dataclass(frozen=True)
 class Mutant:
     cell: str
     line: int
     operator: str
-    outcome: str  # killed | survived | incompetent
+    outcome: MutantOutcome
     killed_by: str = ""
     diff: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", MutantOutcome(self.outcome))
 
 
 @dataclass
@@ -121,52 +127,56 @@ class MutationReport:
     seconds: float = 0.0
     cells: list[str] = field(default_factory=list)
 
-    def count(self, outcome: str) -> int:
-        return sum(m.outcome == outcome for m in self.mutants)
+    def count(self, outcome: MutantOutcome | str) -> int:
+        return sum(m.outcome == MutantOutcome(outcome) for m in self.mutants)
 
     @property
     def scored(self) -> int:
         """Mutants that ran (incompetent ones did not even start)."""
-        return self.count("killed") + self.count("survived")
+        return self.count(MutantOutcome.KILLED) + self.count(MutantOutcome.SURVIVED)
 
     @property
     def share_killed(self) -> float:
-        return self.count("killed") / self.scored if self.scored else 0.0
+        return self.count(MutantOutcome.KILLED) / self.scored if self.scored else 0.0
 
     @property
     def survivors(self) -> list[Mutant]:
-        return [m for m in self.mutants if m.outcome == "survived"]
+        return [m for m in self.mutants if m.outcome is MutantOutcome.SURVIVED]
 
     def summary(self) -> str:
-        return (f"mutation score: {self.count('killed')} of {self.scored} mutants killed "
-                f"({self.share_killed:.0%}); {self.count('survived')} survived, "
-                f"{self.count('incompetent')} incompetent; {self.seconds} s")
+        return (f"mutation score: {self.count(MutantOutcome.KILLED)} of {self.scored} mutants killed "
+                f"({self.share_killed:.0%}); {self.count(MutantOutcome.SURVIVED)} survived, "
+                f"{self.count(MutantOutcome.INCOMPETENT)} incompetent; {self.seconds} s")
 
     def cell_table(self) -> str:
-        lines = [f"{'cell':<32} {'mutants':>7} {'killed':>6} {'survived':>8}"]
-        for cell in self.cells:
-            mine = [m for m in self.mutants if m.cell == cell]
-            if mine:
-                lines.append(f"{cell:<32} {len(mine):>7} {sum(m.outcome == 'killed' for m in mine):>6} "
-                             f"{sum(m.outcome == 'survived' for m in mine):>8}")
-        return "\n".join(lines)
+        """Per cell (in notebook order): how many mutants, how many killed, how many survived."""
+        frame = pd.DataFrame([{"cell": m.cell, "outcome": str(m.outcome)} for m in self.mutants],
+                             columns=["cell", "outcome"])
+        counts = pd.crosstab(frame["cell"], frame["outcome"])
+        counts = counts.reindex(index=[c for c in self.cells if c in counts.index],
+                                columns=[MutantOutcome.KILLED.value, MutantOutcome.SURVIVED.value], fill_value=0)
+        counts.insert(0, "mutants", frame["cell"].value_counts())
+        return text_table(counts.rename_axis(columns=None).reset_index(), left=("cell",))
 
     def killers(self) -> str:
         counts = Counter(m.killed_by for m in self.mutants if m.killed_by)
-        return "\n".join(f"{row:<28} {n:>4}" for row, n in counts.most_common())
+        if not counts:
+            return ""
+        table = pd.DataFrame(counts.most_common(), columns=["row", "mutants"])
+        return text_table(table, left=("row",))
 
     def survivor_listing(self) -> str:
         if not self.survivors:
             return "no survivors"
         blocks = []
         for m in self.survivors:
-            changed = [l for l in m.diff.splitlines() if l[:1] in "+-" and l[:3] not in ("+++", "---")]
-            blocks.append(f"{m.cell} line {m.line} ({m.operator})\n" + "\n".join(f"    {l}" for l in changed))
+            changed = [line for line in m.diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+            blocks.append(f"{m.cell} line {m.line} ({m.operator})\n" + "\n".join(f"    {line}" for line in changed))
         return "\n".join(blocks)
 
     def to_json(self) -> str:
-        return json.dumps({"seconds": self.seconds, "mutants": len(self.mutants), "killed": self.count("killed"),
-                           "survived": self.count("survived"), "incompetent": self.count("incompetent"),
+        return json.dumps({"seconds": self.seconds, "mutants": len(self.mutants),
+                           **{outcome.value: self.count(outcome) for outcome in MutantOutcome},
                            "share_killed": round(self.share_killed, 4),
                            "survivors": [asdict(m) for m in self.survivors],
                            "all": [asdict(m) for m in self.mutants]}, indent=2)
@@ -197,8 +207,8 @@ def _config(mutated: list[Path], *, seed: int, rows: str, timeout: float) -> str
 
 def _shard(root: Path, index: int, workers: int) -> None:
     """Leave shard ``index`` every ``workers``-th mutant; mark the rest as someone else's."""
-    from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    from cosmic_ray.work_db import WorkDB, use_db  # noqa: PLC0415 - a dev dependency, absent in a course install
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult  # noqa: PLC0415 - a dev dependency, absent in a course install
 
     with use_db(str(root / SESSION), WorkDB.Mode.open) as db:
         for position, item in enumerate(sorted(db.work_items, key=lambda w: w.job_id)):
@@ -207,8 +217,8 @@ def _shard(root: Path, index: int, workers: int) -> None:
 
 
 def _collect(root: Path) -> list[Mutant]:
-    from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+    from cosmic_ray.work_db import WorkDB, use_db  # noqa: PLC0415 - a dev dependency, absent in a course install
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome  # noqa: PLC0415 - a dev dependency, absent in a course install
 
     found = []
     with use_db(str(root / SESSION), WorkDB.Mode.open) as db:
@@ -217,15 +227,15 @@ def _collect(root: Path) -> list[Mutant]:
                 continue
             spec = item.mutations[0]
             if result.worker_outcome != WorkerOutcome.NORMAL:
-                outcome = "incompetent"
+                outcome = MutantOutcome.INCOMPETENT
             else:
-                outcome = {TestOutcome.KILLED: "killed", TestOutcome.SURVIVED: "survived"}.get(
-                    result.test_outcome, "incompetent")
+                outcome = {TestOutcome.KILLED: MutantOutcome.KILLED, TestOutcome.SURVIVED: MutantOutcome.SURVIVED}.get(
+                    result.test_outcome, MutantOutcome.INCOMPETENT)
             output = result.output or ""
             killed_by = ""
-            if outcome == "killed":
-                killed_by = next((l[len(KILLED_BY):].split(":")[0] for l in output.splitlines()
-                                  if l.startswith(KILLED_BY)), "timeout" if output == "timeout" else "crashed")
+            if outcome is MutantOutcome.KILLED:
+                killed_by = next((line[len(KILLED_BY):].split(":")[0] for line in output.splitlines()
+                                  if line.startswith(KILLED_BY)), "timeout" if output == "timeout" else "crashed")
             found.append(Mutant(cell_name(spec.module_path), spec.start_pos[0], spec.operator_name, outcome,
                                 killed_by, result.diff or ""))
     return sorted(found, key=lambda m: (m.cell, m.line, m.operator))
@@ -238,10 +248,8 @@ NOT_MUTATED = ("imports", "broken_finish")
 def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, str]] | None = None,
                    only: tuple[str, ...] = (), workers: int = 2, seed: int = 7, rows: str = "all",
                    timeout: float = 300.0, workdir: Path | None = None,
-                   progress: Callable[[str], None] | None = None) -> MutationReport:
+                   progress: Progress | None = None) -> MutationReport:
     """Mutate the learner cells of ``notebooks`` (or ``cells``; only those named in ``only``) and run ``rows`` on each."""
-    import importlib.util
-
     if importlib.util.find_spec("cosmic_ray") is None:
         raise MutationToolFailed(["cosmic-ray"], "cosmic-ray is not installed here: pip install -e '.[dev]' "
                                                  "(or run `make mutation`, which installs it)")
@@ -283,11 +291,11 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
         time.sleep(1)
         done = sum(len((s / PROGRESS).read_text().splitlines()) for s in shards if (s / PROGRESS).exists())
         if progress and done != reported:
-            progress(f"[{'#' * (40 * done // max(total, 1)):<40}] {done}/{total} mutants")
+            progress.update(done, total, "mutants")
             reported = done
     for process, shard in zip(running, shards):
         if process.returncode != 0:
-            raise MutationToolFailed(list(map(str, process.args)), (shard / "exec.log").read_text())
+            raise MutationToolFailed([str(a) for a in cast(list, process.args)], (shard / "exec.log").read_text())
     mutants = [m for shard in shards for m in _collect(shard)]
     return MutationReport(mutants, round(time.monotonic() - started, 1), chosen)
 
@@ -298,7 +306,7 @@ def _names(name: str, wanted: str) -> bool:
 
 
 def _mutant_count(shard: Path) -> int:
-    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_db import WorkDB, use_db  # noqa: PLC0415 - a dev dependency, absent in a course install
 
     with use_db(str(shard / SESSION), WorkDB.Mode.open) as db:
         return db.num_work_items

@@ -23,12 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..course import CONFIG_BROKEN, _env, stream_lines
-from ..errors import LucyError
+from ..errors import InvalidField, NothingToGrade
 from ..gradebook import course_db_url
-
-
-class NothingToGrade(LucyError):
-    """The course has no such assignment in its gradebook, or no submission of it."""
 
 
 class Status(Enum):
@@ -95,7 +91,7 @@ def grade_one(root: str, assignment: str, student: str, timeout: float) -> Outco
 
 def _check_gradebook(db_url: str, assignment: str) -> None:
     """The gradebook exists and knows the assignment before any job starts (no job creates the schema)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook, MissingEntry  # noqa: PLC0415 - deferred: nbgrader takes seconds to import
 
     with Gradebook(db_url) as gb:
         try:
@@ -112,7 +108,7 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
 
     ``on_done(outcome, done, total)`` is called as each job ends (for a progress bar).
     """
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import Client, LocalCluster, as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
 
     root = Path(root).resolve()
     db_url = course_db_url(root)  # a folder that is no course is refused before anything else
@@ -120,7 +116,7 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     if not students:
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
-        raise ValueError("jobs must be at least 1")
+        raise InvalidField("jobs", "must be at least 1")
     os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
     _check_gradebook(db_url, assignment)
     started = time.monotonic()

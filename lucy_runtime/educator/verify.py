@@ -8,25 +8,28 @@ catch it.
 
 from __future__ import annotations
 
+import copy
 import json
-import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Callable
 
-from ..course import REPO, GradedSubmission, ScratchCourse, row_of
-from ..notebook import is_learner_owned, nbgrader_meta
+import pandas as pd
+
+from ..cells import grade_id, is_learner_owned, is_solution, row_of, strip_markers
+from ..checker.rows import ROWS
+from ..errors import EducatorError
+from ..course import REPO, GradedSubmission, ScratchCourse
+from ..progress import Progress
+from ..tables import text_table
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
 from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 from .tampers import TAMPERS, Tamper
-
-
-def strip_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines()
-                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
 
 
 def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
@@ -40,32 +43,29 @@ def filled(release_nb, source_nb, case: Case | None = None):
     """The release as a learner who wrote the reference would hand it in, with ``case`` applied."""
     nb, touched = _filled(release_nb, source_nb, case)
     missing = edited_cells(case) - touched
-    if missing:
+    if missing and case is not None:
         raise KeyError(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
     return nb
 
 
 def _filled(release_nb, source_nb, case: Case | None):
-    import copy
-
-    reference = {nbgrader_meta(c).get("grade_id"): c.source for c in source_nb.cells if is_learner_owned(c)}
+    reference = {grade_id(c): c.source for c in source_nb.cells if is_learner_owned(c)}
     nb = copy.deepcopy(release_nb)
     touched = set()
     for cell in nb.cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        if is_learner_owned(cell) and grade_id in reference:
-            cell.source = strip_markers(apply_edits(case, grade_id, reference[grade_id]))
-            touched.add(grade_id)
+        name = grade_id(cell)
+        if is_learner_owned(cell) and name in reference:
+            cell.source = strip_markers(apply_edits(case, name, reference[name]))
+            touched.add(name)
     return nb, touched
 
 
 def with_written_answers(nb, source_nb):
     """``nb`` with the reference's written answers (markdown solution cells) in place of the stubs."""
-    written = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells
-               if c.cell_type == "markdown" and nbgrader_meta(c).get("solution")}
+    written = {grade_id(c): c.source for c in source_nb.cells if c.cell_type == "markdown" and is_solution(c)}
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and nbgrader_meta(cell).get("grade_id") in written:
-            cell.source = written[nbgrader_meta(cell)["grade_id"]]
+        if cell.cell_type == "markdown" and grade_id(cell) in written:
+            cell.source = written[grade_id(cell)]
     return nb
 
 
@@ -75,31 +75,48 @@ def edited_cells(case: Case | None) -> set[str]:
 
 def blank_with(release_nb, edits) -> tuple:
     """The blank release with tamper edits applied to its learner cells (the stubs stay as they are)."""
-    import copy
-
     nb, touched = copy.deepcopy(release_nb), set()
     for cell in nb.cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
         for edit in edits:
-            if is_learner_owned(cell) and edit.cell == grade_id:
+            if is_learner_owned(cell) and edit.cell == grade_id(cell):
                 cell.source = edit.apply(cell.source)
-                touched.add(grade_id)
+                touched.add(grade_id(cell))
     return nb, touched
+
+
+class Kind(StrEnum):
+    """What a graded submission is, and so what it must score."""
+
+    REFERENCE = "reference"  # the release filled with the reference: full marks
+    BLANK = "blank"  # the release as handed out: zero on every autograded row
+    ALTERNATIVE = "alternative"  # a correct arrangement other than the reference: full marks
+    CASE = "case"  # a known-bad implementation: loses the points of its expected rows
+    TAMPER = "tamper"  # a trick aimed at the grader: never more than the honest submission beneath it
 
 
 @dataclass
 class Entry:
     name: str
-    kind: str  # reference | blank | alternative | case | tamper
+    kind: Kind
     unit: str
     expected: tuple[str, ...] = ()
     graded: GradedSubmission | None = None
     honest: str = ""  # for a tamper: the submission it must not outscore
 
+    def __post_init__(self) -> None:
+        self.kind = Kind(self.kind)
+
     @property
     def student(self) -> str:
         """The nbgrader student id this submission is handed in under."""
         return self.name.replace("-", "_")
+
+    @property
+    def scored(self) -> GradedSubmission:
+        """What nbgrader gave this submission; asking before it was graded is a bug."""
+        if self.graded is None:
+            raise EducatorError(f"{self.name} ({self.unit}) has not been graded")
+        return self.graded
 
     @property
     def failing_rows(self) -> list[str]:
@@ -128,48 +145,41 @@ class VerifyReport:
         return not self.problems
 
     def grade_table(self) -> str:
-        lines = [f"{'submission':<30} {'kind':<11} {'unit':<12} {'score':>9}  {'s':>5}  failing rows"]
-        for e in self.entries:
-            g = e.graded
-            lines.append(f"{e.name:<30} {e.kind:<11} {e.unit:<12} {g.score:>4g}/{g.max_score:<4g} {g.seconds:>5.1f}  "
-                         f"{', '.join(e.failing_rows) or '-'}")
-        return "\n".join(lines)
+        table = pd.DataFrame([{"submission": e.name, "kind": str(e.kind), "unit": e.unit,
+                               "score": f"{e.scored.score:g}/{e.scored.max_score:g}", "s": e.scored.seconds,
+                               "failing rows": ", ".join(e.failing_rows) or "-"} for e in self.entries])
+        return text_table(table, left=("submission", "failing rows"), float_format="{:.1f}".format)
 
     def kill_matrix(self) -> str:
-        cases = [e for e in self.entries if e.kind == "case"]
-        rows = sorted({r for e in cases for r in e.failing_rows + list(e.expected)})
+        """Rows (down) against educator cases (across, numbered), as ``pd.crosstab`` lays them out."""
+        cases = [e for e in self.entries if e.kind is Kind.CASE]
         if not cases:
             return "(no educator cases)"
-        width = max(len(r) for r in rows)
-        header = " " * width + "  " + " ".join(f"{i + 1:>2}" for i in range(len(cases)))
-        lines = [header]
-        for r in rows:
-            marks = []
-            for e in cases:
-                caught, wanted = r in e.failing_rows, r in e.expected
-                marks.append(" X" if caught and wanted else " +" if caught else " !" if wanted else " .")
-            lines.append(f"{r:<{width}}  {' '.join(marks)}")
-        lines.append("")
-        lines += [f"{i + 1:>2} {e.name}" for i, e in enumerate(cases)]
-        lines.append("X caught by an expected row   + also caught by this row   ! expected to catch, did not")
-        return "\n".join(lines)
+        rows = sorted({r for e in cases for r in e.failing_rows + list(e.expected)})
+        marks = pd.DataFrame([{"row": r, "case": number, "mark": _mark(r in e.failing_rows, r in e.expected)}
+                              for number, e in enumerate(cases, 1) for r in rows])
+        matrix = pd.crosstab(marks["row"], marks["case"], values=marks["mark"], aggfunc="first")
+        matrix.index.name, matrix.columns.name = None, None
+        legend = [f"{number:>2} {e.name}" for number, e in enumerate(cases, 1)]
+        legend.append("X caught by an expected row   + also caught by this row   ! expected to catch, did not")
+        return matrix.to_string() + "\n\n" + "\n".join(legend)
 
     def tampering(self) -> list[tuple[Entry, Entry | None]]:
         """Each tamper entry with the honest entry beneath it (None when that was not graded)."""
-        found = {(e.name, e.unit): e for e in self.entries if e.kind != "tamper"}
-        return [(e, found.get((e.honest, e.unit))) for e in self.entries if e.kind == "tamper"]
+        found = {(e.name, e.unit): e for e in self.entries if e.kind is not Kind.TAMPER}
+        return [(e, found.get((e.honest, e.unit))) for e in self.entries if e.kind is Kind.TAMPER]
 
     def tamper_table(self) -> str:
         pairs = self.tampering()
         if not pairs:
             return "(no tamper cases)"
-        lines = [f"{'tamper case':<28} {'unit':<12} {'score':>9}  {'honest base':<30} {'score':>9}  verdict"]
-        for t, base in pairs:
-            held = base is not None and t.graded.score <= base.graded.score
-            base_score = f"{base.graded.score:>4g}/{base.graded.max_score:<4g}" if base else "   (not graded)"
-            lines.append(f"{t.name:<28} {t.unit:<12} {t.graded.score:>4g}/{t.graded.max_score:<4g} "
-                         f"{t.honest:<30} {base_score}  {'held' if held else 'FORGED'}")
-        return "\n".join(lines)
+        table = pd.DataFrame([{
+            "tamper case": t.name, "unit": t.unit, "score": f"{t.scored.score:g}/{t.scored.max_score:g}",
+            "honest base": t.honest,
+            "base score": f"{base.scored.score:g}/{base.scored.max_score:g}" if base else "(not graded)",
+            "verdict": "held" if base is not None and t.scored.score <= base.scored.score else "FORGED",
+        } for t, base in pairs])
+        return text_table(table, left=("tamper case", "honest base"))
 
     def to_json(self) -> str:
         handback = self.handback and {"feedback_files": self.handback.feedback_files,
@@ -177,23 +187,27 @@ class VerifyReport:
                                       "exported_rows": self.handback.exported_rows}
         return json.dumps({
             "ok": self.ok, "problems": self.problems, "seconds": self.seconds, "handback": handback,
-            "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.graded.score,
-                             "max_score": e.graded.max_score, "failing_rows": e.failing_rows,
-                             "expected_rows": list(e.expected), "seconds": e.graded.seconds,
-                             **({"honest": e.honest} if e.kind == "tamper" else {})} for e in self.entries],
+            "submissions": [{"name": e.name, "kind": e.kind, "unit": e.unit, "score": e.scored.score,
+                             "max_score": e.scored.max_score, "failing_rows": e.failing_rows,
+                             "expected_rows": list(e.expected), "seconds": e.scored.seconds,
+                             **({"honest": e.honest} if e.kind is Kind.TAMPER else {})} for e in self.entries],
         }, indent=2)
+
+
+def _mark(caught: bool, wanted: bool) -> str:
+    return "X" if caught and wanted else "+" if caught else "!" if wanted else "."
 
 
 def judge(entries: list[Entry]) -> list[str]:
     problems = []
     for e in entries:
-        g = e.graded
-        if e.kind in ("reference", "alternative") and not g.full_marks:
+        g = e.scored
+        if e.kind in (Kind.REFERENCE, Kind.ALTERNATIVE) and not g.full_marks:
             problems.append(f"{e.name} ({e.unit}) should get full marks but got {g.score:g}/{g.max_score:g}: "
                             f"failing {', '.join(e.failing_rows)}")
-        if e.kind == "blank" and g.score != 0:
+        if e.kind is Kind.BLANK and g.score != 0:
             problems.append(f"the blank release of {e.unit} earned {g.score:g} points; every autograded row should fail")
-        if e.kind == "case":
+        if e.kind is Kind.CASE:
             if not e.failing_rows:
                 problems.append(f"case {e.name} SURVIVES: it got full marks")
             missed = [r for r in e.expected if r not in e.failing_rows]
@@ -202,15 +216,15 @@ def judge(entries: list[Entry]) -> list[str]:
                                 f"(caught by {', '.join(e.failing_rows)})")
             elif missed:
                 problems.append(f"case {e.name} was not caught by its expected rows {', '.join(missed)}")
-    graded = {(e.name, e.unit): e for e in entries if e.kind != "tamper"}
+    graded = {(e.name, e.unit): e for e in entries if e.kind is not Kind.TAMPER}
     for e in entries:
-        if e.kind != "tamper":
+        if e.kind is not Kind.TAMPER:
             continue
         base = graded.get((e.honest, e.unit))
         if base is None:
             problems.append(f"tamper case {e.name} rides on {e.honest}, which was not graded in this run")
-        elif e.graded.score > base.graded.score:
-            problems.append(f"tamper case {e.name} FORGED points: {e.graded.score:g} against {base.graded.score:g} "
+        elif e.scored.score > base.scored.score:
+            problems.append(f"tamper case {e.name} FORGED points: {e.scored.score:g} against {base.scored.score:g} "
                             f"for the honest {e.honest} beneath it")
     return problems
 
@@ -221,17 +235,12 @@ def hidden_marks() -> tuple[str, ...]:
     A learner cell may mention ``grade(`` in its own code (a tamper case does); only a
     call that names a row is the hidden part of a test cell.
     """
-    from ..checker.rows import ROWS
-
     calls = [form.format(row) for row in ROWS for form in ('grade("{}")', "grade(&quot;{}&quot;)", "grade(&#34;{}&#34;)")]
     return ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", *calls)
 
 
 def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
     """``nbgrader generate_feedback`` and ``nbgrader export`` on every scratch course, checked against the grades."""
-    import pandas as pd
-    from concurrent.futures import ThreadPoolExecutor
-
     def one(course: ScratchCourse):
         html = [path for unit in course.units for path in course.feedback(unit)]
         return html, course.export(course.root / "grades.csv")
@@ -248,24 +257,21 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
         problems.append(f"generate_feedback wrote {len(html)} feedback files for {len(entries)} submissions")
     exported = {(row.student_id, row.assignment): float(row.raw_score) for row in grades.itertuples()}
     for e in entries:
-        if exported.get((e.student, e.unit)) != e.graded.score:
+        if exported.get((e.student, e.unit)) != e.scored.score:
             problems.append(f"the exported grades give {e.name} ({e.unit}) {exported.get((e.student, e.unit))}, "
-                            f"the gradebook {e.graded.score:g}")
+                            f"the gradebook {e.scored.score:g}")
     return Handback(len(html), csv, len(grades)), problems
 
 
 def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
            alternatives: tuple[Case, ...] = ALTERNATIVES + PRACTICE_ALTERNATIVES,
-           tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
+           tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Progress | None = None,
            workers: int = 2, feedback: bool = True) -> VerifyReport:
     """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.
 
     With ``feedback``, also generate the learners' feedback and export the grades as CSV,
     and check both against the gradebook.
     """
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
     with ThreadPoolExecutor(workers) as pool:
@@ -277,10 +283,10 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
     entries: list[Entry] = []
     lock = threading.Lock()
     for unit in courses[0].units:
-        unit_entries = [Entry("reference", "reference", unit), Entry("blank-release", "blank", unit)]
-        unit_entries += [Entry(c.name, "alternative", unit) for c in alternatives if c.unit == unit]
-        unit_entries += [Entry(c.name, "case", unit, c.expected) for c in cases if c.unit == unit]
-        unit_entries += [Entry(t.name, "tamper", unit, honest=t.honest) for t in tampers if t.unit == unit]
+        unit_entries = [Entry("reference", Kind.REFERENCE, unit), Entry("blank-release", Kind.BLANK, unit)]
+        unit_entries += [Entry(c.name, Kind.ALTERNATIVE, unit) for c in alternatives if c.unit == unit]
+        unit_entries += [Entry(c.name, Kind.CASE, unit, c.expected) for c in cases if c.unit == unit]
+        unit_entries += [Entry(t.name, Kind.TAMPER, unit, honest=t.honest) for t in tampers if t.unit == unit]
         placed: list[dict[str, Entry]] = [{} for _ in courses]
         for index, entry in enumerate(unit_entries):
             course = courses[index % workers]
@@ -303,9 +309,7 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
                     current[0], began[student] = student, now
                     done[0] += 1
                     if progress and student in students:
-                        total = len(unit_entries)
-                        progress(f"[{'#' * done[0]}{'.' * (total - done[0])}] {done[0]}/{total} {unit}: "
-                                 f"{students[student].name}")
+                        progress.update(done[0], len(unit_entries), f"{unit}: {students[student].name}")
 
             course.autograde(unit, on_student=tick)
             if current[0] is not None:
@@ -319,7 +323,7 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
     problems, handback = judge(entries), None
     if feedback:
         if progress:
-            progress("generating feedback and exporting grades")
+            progress.say("generating feedback and exporting grades")
         handback, more = hand_back(courses, entries, root)
         problems += more
     return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback, root)
@@ -327,7 +331,7 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
 
 def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:
     """Hand in ``unit`` for ``student`` as the entry says; Unit B comes with the learner's Unit A."""
-    if entry.kind == "tamper" and entry.honest == "blank-release":
+    if entry.kind is Kind.TAMPER and entry.honest == "blank-release":
         edits = case.edits if case else ()
         for each in (("ch07_unit_a", unit) if unit == "ch07_unit_b" else (unit,)):
             course.submit(student, each, blank_with(course.release(each), edits)[0])
@@ -335,9 +339,9 @@ def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: 
     if unit == "ch07_unit_b":
         # Unit B runs the learner's own Unit A: hand in a Unit A as this learner wrote it.
         a_release, a_source = course.release("ch07_unit_a"), course.source("ch07_unit_a")
-        course.submit(student, "ch07_unit_a", a_release if entry.kind == "blank" else _filled(a_release, a_source, case)[0])
+        course.submit(student, "ch07_unit_a", a_release if entry.kind is Kind.BLANK else _filled(a_release, a_source, case)[0])
     release, source = course.release(unit), course.source(unit)
-    if entry.kind == "blank":
+    if entry.kind is Kind.BLANK:
         course.submit(student, unit, release)
         return
     nb, touched = _filled(release, source, case)
@@ -346,7 +350,3 @@ def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: 
     if missing:
         raise KeyError(f"case {entry.name!r} edits cells no notebook has: {sorted(missing)}")
     course.submit(student, unit, nb)
-
-
-def main_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

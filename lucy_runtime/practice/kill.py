@@ -11,15 +11,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # The checker is imported where it is used: the practice fakes load without it, in the observer too.
-from ..errors import LucyError
-
-
-class NotInAnExperiment(LucyError):
-    """stop_here() was called outside a supervised process."""
+from ..errors import ExperimentFailed, NotInAnExperiment
 
 
 def stop_here() -> None:
-    from ..checker import child as _child
+    from ..checker import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
 
     if not _child.supervised():
         raise NotInAnExperiment("stop_here() only stops a process started by run_until_killed(...); "
@@ -29,23 +25,24 @@ def stop_here() -> None:
 
 def run_until_killed(work: Callable[[], Any], *, timeout: float = 10.0) -> bool:
     """Run ``work()`` in a new process. True when a ``stop_here()`` ended it, False when it returned."""
-    from ..checker import child as _child
-    from ..checker.faults import Stop
+    from ..checker import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..checker.faults import Stop  # noqa: PLC0415
 
     result = _child.run_in_child(work, plan=Stop(), timeout=timeout)
-    if result.status == "raised":
-        raise RuntimeError(f"the process failed before anything stopped it: {result.error.describe()}")
-    if result.status not in ("crashed", "returned"):
-        raise RuntimeError(f"the process ended as {result.status.value}: {result.value}")
-    return result.status == "crashed"
+    if result.status is _child.Status.RAISED:
+        described = result.error.describe() if result.error else "no error was reported"
+        raise ExperimentFailed(f"the process failed before anything stopped it: {described}")
+    if result.status not in (_child.Status.CRASHED, _child.Status.RETURNED):
+        raise ExperimentFailed(f"the process ended as {result.status.value}: {result.value}")
+    return result.status is _child.Status.CRASHED
 
 
 def from_fresh_process(look: Callable[[], Any], *, timeout: float = 10.0) -> Any:
     """Run ``look()`` in a new process that shares nothing with the one before it; return its answer."""
-    from ..checker import child as _child
+    from ..checker import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
 
     result = _child.run_in_child(look, timeout=timeout)
-    if result.status != "returned":
+    if result.status is not _child.Status.RETURNED:
         detail = result.error.describe() if result.error else result.status.value
-        raise RuntimeError(f"the process that looked failed: {detail}")
+        raise ExperimentFailed(f"the process that looked failed: {detail}")
     return result.value

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable, Protocol, Union
 
+from ..errors import InvalidField
 from ..fields import require_id
 from .service_log import Probe, ServiceLog, no_probe, read_rows
 
@@ -118,7 +119,7 @@ class FakeSeatService:
         steps = None if script is None else list(script)
         for step in steps or ():
             if not isinstance(step, SeatScript):
-                raise TypeError(f"script: expected SeatScript values, got {type(step).__name__}")
+                raise InvalidField("script", f"expected SeatScript values, got {type(step).__name__}")
         self._log = ServiceLog(log_path, _SCHEMA)
         self._probe = probe
         if steps is not None:

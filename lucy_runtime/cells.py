@@ -1,0 +1,99 @@
+"""Cells of an nbgrader notebook: which cell is which, what a test cell grades, and running a cell's text.
+
+A *learner cell* is an nbgrader autograded-answer cell (a code cell with
+``solution: true`` and ``grade: false``) or the locked ``imports`` cell. A *test
+cell* is an autograded test: a code cell with ``grade: true`` and no solution. Its
+grade id names the row it grades: ``row_finish_atomic`` grades ``finish-atomic``.
+Which flags a cell carries is nbgrader's question, so nbgrader's own predicates
+answer it.
+"""
+
+from __future__ import annotations
+
+import linecache
+from types import CodeType
+from typing import Any
+
+IMPORTS_CELL = "imports"
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+
+
+def _nbgrader_utils() -> Any:
+    # Deferred on purpose: importing nbgrader loads Jupyter server and takes seconds. The
+    # checker and a learner's kernel compile cells without it; only the selectors need it.
+    import nbgrader.utils  # noqa: PLC0415
+
+    return nbgrader.utils
+
+
+def nbgrader_meta(cell: Any) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def grade_id(cell: Any) -> str:
+    return nbgrader_meta(cell).get("grade_id", "")
+
+
+def is_learner_owned(cell: Any) -> bool:
+    """An autograded answer: code the learner writes and the rows run."""
+    utils = _nbgrader_utils()
+    return cell.cell_type == "code" and bool(utils.is_solution(cell)) and not utils.is_grade(cell)
+
+
+def is_learner_cell(cell: Any) -> bool:
+    """A learner-owned cell, or the locked imports cell whose names those cells use."""
+    return is_learner_owned(cell) or (cell.cell_type == "code" and grade_id(cell) == IMPORTS_CELL)
+
+
+def is_test_cell(cell: Any) -> bool:
+    """An autograded test cell: nbgrader scores it by whether it raises."""
+    utils = _nbgrader_utils()
+    return cell.cell_type == "code" and bool(utils.is_grade(cell)) and not utils.is_solution(cell)
+
+
+def is_grade(cell: Any) -> bool:
+    """nbgrader scores the cell (a test, or a written answer marked by hand)."""
+    return bool(_nbgrader_utils().is_grade(cell))
+
+
+def is_solution(cell: Any) -> bool:
+    """The learner writes the cell."""
+    return bool(_nbgrader_utils().is_solution(cell))
+
+
+def is_locked(cell: Any) -> bool:
+    return bool(_nbgrader_utils().is_locked(cell))
+
+
+def test_cells(nb: Any) -> list:
+    return [cell for cell in nb.cells if is_test_cell(cell)]
+
+
+def row_of(cell_grade_id: str) -> str:
+    """``row_finish_atomic`` → ``finish-atomic``: a test cell's grade id names its row."""
+    return cell_grade_id.removeprefix("row_").replace("_", "-")
+
+
+def solution_region(source: str) -> str:
+    """The text between BEGIN SOLUTION and END SOLUTION (the reference, in source/)."""
+    inside, kept = False, []
+    for line in source.splitlines():
+        if BEGIN_SOLUTION in line:
+            inside = True
+        elif END_SOLUTION in line:
+            inside = False
+        elif inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def strip_markers(source: str) -> str:
+    """The cell without its BEGIN/END SOLUTION lines: the reference as a learner would hand it in."""
+    return "\n".join(line for line in source.splitlines() if BEGIN_SOLUTION not in line and END_SOLUTION not in line)
+
+
+def compile_cell(source: str, filename: str) -> CodeType:
+    """Compile a cell's text so that tracebacks from it show its lines (raises SyntaxError)."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")

@@ -1,0 +1,41 @@
+"""ruff and mypy pass on lucy_runtime, with the settings in pyproject.toml."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+
+def tool(name: str) -> str:
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: pip install -e '.[dev]'")
+    return found
+
+
+def run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_finds_nothing():
+    done = run(tool("ruff"), "check", "--no-cache", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_flags_an_import_inside_a_function(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    import json\n\n    return json\n")
+    done = run(tool("ruff"), "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(sample))
+    assert done.returncode == 1 and "PLC0415" in done.stdout
+
+
+def test_mypy_finds_nothing():
+    done = run(tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null")
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,95 @@
+"""One exception tree: every public error is a LucyError, and bad values raise InvalidField everywhere."""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+
+import pytest
+
+from lucy_runtime import errors
+from lucy_runtime.clock import ClockProducer, Schedule
+from lucy_runtime.educator.cases import Edit
+from lucy_runtime.errors import EditDoesNotApply, InvalidField, LucyError
+from lucy_runtime.loop import AgentLoop
+from lucy_runtime.model import ScriptedModel
+from lucy_runtime.sessions import Sessions
+from lucy_runtime.telegram import BotApi, TelegramIntake
+from lucy_runtime.transport import FakeService, FakeTransport
+from lucy_runtime.work import Admission, Outcome, Queue
+
+PUBLIC = [value for name, value in vars(errors).items()
+          if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == errors.__name__]
+
+START = dt.datetime(2026, 11, 30, 9, tzinfo=dt.timezone.utc)
+HOUR = dt.timedelta(hours=1)
+
+
+def admit(source_id: str, session_id: str, text: str) -> Admission:
+    return Admission(Outcome.ACCEPTED, source_id)
+
+
+@pytest.mark.parametrize("error", PUBLIC, ids=lambda e: e.__name__)
+def test_every_public_error_is_a_lucy_error(error):
+    assert issubclass(error, LucyError)
+
+
+@pytest.mark.parametrize("error", PUBLIC, ids=lambda e: e.__name__)
+def test_the_errors_docstring_lists_every_error(error):
+    assert f" {error.__name__}:" in errors.__doc__
+
+
+@pytest.mark.parametrize("module", ["course", "carry", "sandbox", "telegram", "telegram_fake", "checker", "checker.harness",
+                                    "educator.mutation", "educator.parallel", "book", "bench", "gradebook",
+                                    "practice.kill", "practice.seats", "transport", "delivery"])
+def test_errors_raised_elsewhere_are_the_ones_in_the_tree(module):
+    imported = __import__(f"lucy_runtime.{module}", fromlist=["_"])
+    mine = [v for v in vars(imported).values() if inspect.isclass(v) and issubclass(v, Exception)
+            and v.__module__ == imported.__name__]
+    assert mine == [], f"lucy_runtime.{module} defines its own exceptions: {mine}"
+
+
+def test_invalid_field_is_still_caught_as_type_error_or_value_error():
+    for built_in in (TypeError, ValueError):
+        with pytest.raises(built_in):
+            raise InvalidField("count", "expected an int")
+
+
+SITES = {
+    "ScriptedModel(invocations)": ("invocations", lambda tmp, store: ScriptedModel("calls.log")),
+    "AgentLoop(model)": ("model", lambda tmp, store: AgentLoop(object())),
+    "Sessions.add_turn(role)": ("role", lambda tmp, store: Sessions(store).add_turn("chat-1", "narrator", "hi")),
+    "Schedule(start)": ("start", lambda tmp, store: Schedule("s", "ACME", "owner", START.replace(tzinfo=None), HOUR)),
+    "Schedule(every)": ("every", lambda tmp, store: Schedule("s", "ACME", "owner", START, dt.timedelta(0))),
+    "ClockProducer(admit)": ("admit", lambda tmp, store: ClockProducer(store, "admit", [])),
+    "ClockProducer(schedules)": ("schedules", lambda tmp, store: ClockProducer(
+        store, admit, [Schedule("s", "ACME", "owner", START, HOUR)] * 2)),
+    "ClockProducer.tick(now)": ("now", lambda tmp, store: ClockProducer(store, admit, []).tick(START.replace(tzinfo=None))),
+    "FakeService(idempotent)": ("idempotent", lambda tmp, store: FakeService(tmp / "s.sqlite3", idempotent=1)),
+    "FakeService(script)": ("script", lambda tmp, store: FakeService(tmp / "s.sqlite3", script=["fail"])),
+    "FakeTransport(service)": ("service", lambda tmp, store: FakeTransport(object())),
+    "Admission(outcome)": ("outcome", lambda tmp, store: Admission("accepted")),
+    "Queue(store)": ("store", lambda tmp, store: Queue(str(tmp / "lucy.sqlite3"))),
+    "TelegramIntake(admit)": ("admit", lambda tmp, store: TelegramIntake(
+        BotApi("http://127.0.0.1:9", "t"), store, None, {})),
+    "TelegramIntake(allowed_chats)": ("allowed_chats", lambda tmp, store: TelegramIntake(
+        BotApi("http://127.0.0.1:9", "t"), store, admit, {True: "chat-1"})),
+}
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_a_bad_value_raises_invalid_field_naming_it(site, tmp_path, store):
+    field, call = SITES[site]
+    with pytest.raises(InvalidField) as caught:
+        call(tmp_path, store)
+    assert caught.value.field == field
+
+
+def test_an_edit_whose_text_is_missing_does_not_apply():
+    with pytest.raises(EditDoesNotApply, match="found it 0 times"):
+        Edit("finish", "not there", "x").apply("def finish(): pass\n")
+
+
+def test_an_edit_of_a_cell_without_a_solution_region_does_not_apply():
+    with pytest.raises(EditDoesNotApply, match="no solution region"):
+        Edit("finish", None, "x").apply("def finish(): pass\n")

@@ -4,8 +4,8 @@ A *learner cell* is an nbgrader autograded-answer cell (a code cell with
 ``solution: true`` and ``grade: false``) or the locked ``imports`` cell. A *test
 cell* is an autograded test: a code cell with ``grade: true`` and no solution. Its
 grade id names the row it grades: ``row_finish_atomic`` grades ``finish-atomic``.
-Which flags a cell carries is nbgrader's question, so nbgrader's own predicates
-answer it.
+Which flags a cell carries is nbgrader's question: the predicates here read the
+flags exactly as ``nbgrader.utils`` does, without importing nbgrader.
 """
 
 from __future__ import annotations
@@ -19,14 +19,6 @@ BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 
 
-def _nbgrader_utils() -> Any:
-    # Deferred on purpose: importing nbgrader loads Jupyter server and takes seconds. The
-    # checker and a learner's kernel compile cells without it; only the selectors need it.
-    import nbgrader.utils  # noqa: PLC0415
-
-    return nbgrader.utils
-
-
 def nbgrader_meta(cell: Any) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 
@@ -35,10 +27,30 @@ def grade_id(cell: Any) -> str:
     return nbgrader_meta(cell).get("grade_id", "")
 
 
+# The four flags below read a cell exactly as nbgrader.utils does (is_grade, is_solution,
+# is_locked; tests/test_notebooks.py compares them on every cell of every notebook). They
+# are written out here because importing nbgrader loads Jupyter server and takes seconds,
+# and a learner's kernel and the sealed re-check ask these questions on every start.
+
+def is_grade(cell: Any) -> bool:
+    """nbgrader scores the cell (a test, or a written answer marked by hand)."""
+    return bool(nbgrader_meta(cell).get("grade", False))
+
+
+def is_solution(cell: Any) -> bool:
+    """The learner writes the cell."""
+    return bool(nbgrader_meta(cell).get("solution", False))
+
+
+def is_locked(cell: Any) -> bool:
+    if "nbgrader" not in cell.get("metadata", {}) or is_solution(cell):
+        return False
+    return is_grade(cell) or bool(nbgrader_meta(cell).get("locked", False))
+
+
 def is_learner_owned(cell: Any) -> bool:
     """An autograded answer: code the learner writes and the rows run."""
-    utils = _nbgrader_utils()
-    return cell.cell_type == "code" and bool(utils.is_solution(cell)) and not utils.is_grade(cell)
+    return cell.cell_type == "code" and is_solution(cell) and not is_grade(cell)
 
 
 def is_learner_cell(cell: Any) -> bool:
@@ -48,22 +60,7 @@ def is_learner_cell(cell: Any) -> bool:
 
 def is_test_cell(cell: Any) -> bool:
     """An autograded test cell: nbgrader scores it by whether it raises."""
-    utils = _nbgrader_utils()
-    return cell.cell_type == "code" and bool(utils.is_grade(cell)) and not utils.is_solution(cell)
-
-
-def is_grade(cell: Any) -> bool:
-    """nbgrader scores the cell (a test, or a written answer marked by hand)."""
-    return bool(_nbgrader_utils().is_grade(cell))
-
-
-def is_solution(cell: Any) -> bool:
-    """The learner writes the cell."""
-    return bool(_nbgrader_utils().is_solution(cell))
-
-
-def is_locked(cell: Any) -> bool:
-    return bool(_nbgrader_utils().is_locked(cell))
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
 
 
 def test_cells(nb: Any) -> list:

@@ -9,16 +9,13 @@ cells hold the reference solution between ``### BEGIN SOLUTION`` and
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
+from typing import Any
 
 from .cells import grade_id, is_learner_cell
-
-UNITS = ("ch07_unit_a", "ch07_unit_b", "ch07_practice")
-UNIT_NOTEBOOKS = {"A": "ch07_unit_a", "B": "ch07_unit_b", "P": "ch07_practice"}
-"""A row's unit letter -> the notebook whose cells it grades."""
+from .units import UNIT_NOTEBOOKS, UNITS  # noqa: F401 - re-exported: callers ask this module for the units
 
 
 @dataclass(frozen=True)
@@ -29,14 +26,42 @@ class LearnerCell:
 
 
 def read(path: str | Path):
+    import nbformat  # noqa: PLC0415 - deferred: its jsonschema import takes seconds (see plain_cells)
+
     return nbformat.read(str(path), as_version=4)
+
+
+class _Cell(dict):
+    """A cell read as plain JSON, with nbformat's attribute access (``cell.cell_type``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def plain_cells(path: str | Path) -> list:
+    """The cells of a notebook file, read as JSON without nbformat.
+
+    A learner's kernel reads Unit A on every start of Unit B; importing nbformat would
+    cost seconds there (its jsonschema loads a Lark grammar). A notebook older than
+    format 4 still goes through nbformat, which converts it.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("nbformat") != 4:
+        return list(read(path).cells)
+    cells = []
+    for cell in data.get("cells", []):
+        source = cell.get("source", "")
+        cells.append(_Cell(cell, source="".join(source) if isinstance(source, list) else source))
+    return cells
 
 
 def learner_cells(path: str | Path) -> list[LearnerCell]:
     """The imports cell and every learner-owned cell, in notebook order."""
-    nb = read(path)
     unit = Path(path).stem
-    return [LearnerCell(unit, grade_id(cell), cell.source) for cell in nb.cells if is_learner_cell(cell)]
+    return [LearnerCell(unit, grade_id(cell), cell.source) for cell in plain_cells(path) if is_learner_cell(cell)]
 
 
 def find_notebooks(folder: str | Path) -> list[Path]:
@@ -66,6 +91,7 @@ def pair_of(notebook: str | Path) -> Path:
 def sync_from_markdown(markdown: str | Path) -> Path:
     """Write the .ipynb twin of an authored jupytext Markdown file."""
     import jupytext  # noqa: PLC0415 - deferred: a learner's kernel reads notebooks here and never needs jupytext
+    import nbformat  # noqa: PLC0415
 
     markdown = Path(markdown)
     nb = jupytext.read(markdown)

@@ -21,3 +21,32 @@ def test_working_interactively_grade_runs_the_row(monkeypatch):
     monkeypatch.delenv(SEALED_ENV, raising=False)
     with pytest.raises(GradeFailure):
         grade(a_row(), namespace={})
+
+
+def counting_namespace() -> tuple[dict, list]:
+    calls: list[str] = []
+
+    def create_schema(store):
+        calls.append("create_schema")
+        raise NotImplementedError
+
+    return {"create_schema": create_schema}, calls
+
+
+def test_under_autograde_a_self_check_runs_no_row_and_says_why(monkeypatch):
+    from lucy_runtime.checker import check
+
+    monkeypatch.setenv(SEALED_ENV, "sealed")
+    namespace, calls = counting_namespace()
+    report = check("schema", namespace=namespace)
+    assert calls == [] and report.results == () and report.failing == [] and not report.passed
+    assert "checked outside it" in repr(report) and "checked outside it" in report._repr_html_()
+
+
+def test_working_interactively_a_self_check_runs_its_rows(monkeypatch):
+    from lucy_runtime.checker import check
+
+    monkeypatch.delenv(SEALED_ENV, raising=False)
+    namespace, calls = counting_namespace()
+    report = check("schema", namespace=namespace)
+    assert report.results and report.failing and not report.not_run  # the rows ran (in children) and failed

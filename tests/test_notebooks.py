@@ -170,3 +170,24 @@ def test_the_visible_part_of_each_test_cell_names_learner_functions(notebook):
         names = {n.strip().strip('"') for n in visible[0].split(",")}
         assert names and names <= defined, (grade_id, names - defined)
     assert owned
+
+
+@pytest.mark.parametrize("notebook", SOURCES + [release_of(u) for u in UNITS], ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
+def test_the_cell_flags_read_every_cell_as_nbgrader_does(notebook):
+    import nbgrader.utils as nbgrader_utils
+
+    from lucy_runtime import cells
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    # A few cells nbgrader can meet in a learner's notebook besides ours: no metadata, a bare
+    # nbgrader block, a locked cell, a solution that is also graded (nbgrader's "autograded answer").
+    odd = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("text"),
+           nbformat.v4.new_code_cell("y", metadata={"nbgrader": {}}),
+           nbformat.v4.new_code_cell("z", metadata={"nbgrader": {"locked": True}}),
+           nbformat.v4.new_code_cell("w", metadata={"nbgrader": {"grade": True, "solution": True, "locked": True}})]
+    for cell in nb.cells + odd:
+        assert cells.is_grade(cell) == bool(nbgrader_utils.is_grade(cell)), cell
+        assert cells.is_solution(cell) == bool(nbgrader_utils.is_solution(cell)), cell
+        assert cells.is_locked(cell) == bool(nbgrader_utils.is_locked(cell)), cell
+        assert cells.is_learner_owned(cell) == (cell.cell_type == "code" and nbgrader_utils.is_solution(cell)
+                                                and not nbgrader_utils.is_grade(cell))

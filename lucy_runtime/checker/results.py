@@ -30,6 +30,8 @@ class RowResult:
 class CheckReport:
     results: tuple[RowResult, ...]
     title: str = "Self-check"
+    not_run: str = ""
+    """Why no row ran (a self-check while nbgrader autogrades); empty when the rows ran."""
 
     @property
     def passed(self) -> bool:
@@ -44,6 +46,8 @@ class CheckReport:
         return [r.row_id for r in self.results if not r.passed]
 
     def summary(self) -> str:
+        if self.not_run:
+            return f"{self.title}: {self.not_run}"
         good = sum(r.passed for r in self.results)
         return f"{self.title}: {good} of {len(self.results)} rows hold"
 

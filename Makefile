@@ -8,8 +8,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
-# Two pytest workers, one test module each at a time (modules share one nbgrader course per module).
-PYTEST_JOBS ?= -n 2 --dist loadfile
+# Two pytest workers, one test module each at a time (modules share one nbgrader course per module),
+# the longest modules first (tests/conftest.py: LONGEST_FIRST).
+PYTEST_JOBS ?= -n 2 --dist loadfile --no-loadscope-reorder
 POSTGRES := $(VENV)/.postgres
 # mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
 MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
@@ -27,8 +28,8 @@ help:
 	@echo "make release        regenerate release/ from source/ with nbgrader"
 	@echo "make check          run every acceptance row against the reference in source/"
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
-	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the queue"
-	@echo "                    (artifacts/bench.json)"
+	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the queue, and the"
+	@echo "                    contributors' loop (make test-fast, test, demo against their goals; artifacts/bench.json)"
 	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
 
 $(STAMP): pyproject.toml

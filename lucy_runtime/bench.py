@@ -6,13 +6,18 @@
 * class: ``lucy autograde --jobs 2`` against sequential nbgrader on N submissions;
 * queue: the reference queue end to end (admit, work_once, deliver_one) in items/s,
   against single-row commits on the same disk and persist-queue's SQLite queue
-  (put/get/ack), with transactions per item counted from the store's statement hook.
+  (put/get/ack), with transactions per item counted from the store's statement hook;
+* loop: the contributors' loop, ``make test-fast``, ``make test`` and ``make demo`` run
+  in this checkout, each against its goal (3 and 10 minutes; for the demo, the time the
+  README states).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -35,7 +40,10 @@ from .work import Queue
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
-SECTIONS = ("rows", "autograde", "class", "queue")
+SECTIONS = ("rows", "autograde", "class", "queue", "loop")
+REPO = Path(__file__).resolve().parent.parent
+LOOP = (("test-fast", 180.0), ("test", 600.0), ("demo", None))
+"""The contributors' loop: make targets and their goals in seconds (None: the time README.md states)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ class BenchConfig:
     submissions: int = 8
     jobs: int = 2
     items: int = 200
+    loop: tuple[tuple[str, float | None], ...] = LOOP
+    repo: Path = REPO
 
 
 @dataclass(frozen=True)
@@ -88,12 +98,23 @@ class QueueBench:
 
 
 @dataclass(frozen=True)
+class LoopTiming:
+    target: str
+    seconds: float
+    goal_seconds: float
+    of_goal: float
+    exit_code: int
+    log: str
+
+
+@dataclass(frozen=True)
 class BenchReport:
     config: dict
     rows: RowsBench | None = None
     autograde: AutogradeBench | None = None
     klass: ClassBench | None = None
     queue: QueueBench | None = None
+    loop: tuple[LoopTiming, ...] = ()
     seconds: float = 0.0
     problems: tuple[str, ...] = field(default_factory=tuple)
 
@@ -222,12 +243,37 @@ def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
                       round(rate / (items / persist_seconds), 3))
 
 
+def stated_demo_seconds(readme: Path) -> float:
+    """How long README.md says ``make demo`` takes, in seconds."""
+    match = re.search(r"`make demo` prints.*?(\d+) minutes on two idle cores", readme.read_text(encoding="utf-8"), re.S)
+    if match is None:
+        raise BenchFailed(f"{readme} no longer says how long make demo takes (\"N minutes on two idle cores\")")
+    return 60.0 * int(match.group(1))
+
+
+def bench_loop(config: BenchConfig, logs: Path, progress=lambda text: None) -> tuple[LoopTiming, ...]:
+    """Each make target of the loop, run once in ``config.repo``; its output goes to ``logs``."""
+    logs.mkdir(parents=True, exist_ok=True)
+    timings = []
+    for target, goal in config.loop:
+        goal = goal if goal is not None else stated_demo_seconds(config.repo / "README.md")
+        progress(f"loop: make {target} (goal {goal / 60:g} min)")
+        log = logs / f"bench-loop-{target}.log"
+        started = time.monotonic()
+        with log.open("w", encoding="utf-8") as out:
+            done = subprocess.run(["make", target], cwd=config.repo, stdout=out, stderr=subprocess.STDOUT)
+        seconds = round(time.monotonic() - started, 1)
+        timings.append(LoopTiming(target, seconds, goal, round(seconds / goal, 2), done.returncode, str(log)))
+    return tuple(timings)
+
+
 def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None) -> BenchReport:
     unknown = set(config.sections) - set(SECTIONS)
     if unknown:
         raise InvalidField("sections", f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     started = time.monotonic()
     rows = autograde = klass = queue = None
+    loop: tuple[LoopTiming, ...] = ()
     problems = []
     workdir = Path(tempfile.mkdtemp(prefix="lucy-bench-"))
     try:
@@ -245,10 +291,13 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
             autograde, klass = bench_grading(config, workdir)
             if klass and not klass.all_graded:
                 problems.append("parallel grading left submissions ungraded")
+        if "loop" in config.sections:
+            loop = bench_loop(config, config.repo / "artifacts", progress)
+            problems += [f"make {t.target} failed (exit {t.exit_code}); see {t.log}" for t in loop if t.exit_code]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}
-    return BenchReport(settings, rows, autograde, klass, queue, round(time.monotonic() - started, 1),
+    return BenchReport(settings, rows, autograde, klass, queue, loop, round(time.monotonic() - started, 1),
                        tuple(problems))
 
 
@@ -273,5 +322,8 @@ def summary(report: BenchReport) -> str:
         lines.append(f"reference queue end to end: {q.vs_raw_commits:.3f} x raw single-row commits, "
                      f"{q.vs_persist_queue:.3f} x persist-queue put/get/ack; "
                      f"{q.transactions_per_item:.2f} transactions per item")
+    for t in report.loop:
+        lines.append(f"make {t.target}: {t.seconds / 60:.1f} min = {t.of_goal:.2f} x its goal of {t.goal_seconds / 60:g} min"
+                     + ("" if t.exit_code == 0 else f" (FAILED, exit {t.exit_code})"))
     lines += [f"PROBLEM: {p}" for p in report.problems]
     return "\n".join(lines)

@@ -186,15 +186,22 @@ def telegram_delivery(h: Harness) -> str:
             "stayed UNKNOWN and was not sent again")
 
 
+def _hourly_acme():
+    """The clock rows' schedule: an ACME brief for owner-ada every hour from 08:00 UTC."""
+    from .clock import Schedule
+
+    start = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.timezone.utc)
+    return start, Schedule("acme-hourly", "ACME", "owner-ada", start, dt.timedelta(hours=1))
+
+
 @checkpoint_row("clock-producer",
                 "The clock's scheduled briefs go through your admit: a slot fired twice is a duplicate, missed slots "
                 "are visible, and the newest slot is worked",
                 "admit must treat a repeated source_id with the same session and text as DUPLICATE.")
 def clock_producer(h: Harness) -> str:
-    from .clock import ClockProducer, Schedule
+    from .clock import ClockProducer
 
-    start = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.timezone.utc)
-    schedule = Schedule("acme-hourly", "ACME", "owner-ada", start, dt.timedelta(hours=1))
+    start, schedule = _hourly_acme()
     s = h.scenario("clock")
     marker = h.token()
 
@@ -234,10 +241,9 @@ def clock_producer(h: Harness) -> str:
                 "cursor moves on: no silent drop",
                 "admit must answer REFUSED with a reason when the queue already holds capacity unfinished jobs.")
 def clock_refusal(h: Harness) -> str:
-    from .clock import ClockProducer, Schedule
+    from .clock import ClockProducer
 
-    start = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.timezone.utc)
-    schedule = Schedule("acme-hourly", "ACME", "owner-ada", start, dt.timedelta(hours=1))
+    start, schedule = _hourly_acme()
     s = h.scenario("clock-refusal")
 
     def script(c: Ctx):

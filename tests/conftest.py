@@ -37,3 +37,18 @@ def learner_with(cells: list[tuple[str, str]], case: Case | None = None) -> Sour
 def store(tmp_path: Path) -> Store:
     with Store(tmp_path / "lucy.sqlite3") as opened:
         yield opened
+
+
+# Longest first. With `--dist loadfile` each module runs whole on one worker, and a long
+# module that starts last leaves the other worker idle at the end. These modules took the
+# longest in a `--durations` run (2026-12-01); pytest-xdist's own reordering counts tests,
+# not seconds, so the Makefile turns it off (--no-loadscope-reorder) and this order holds.
+LONGEST_FIRST = ("test_grader_nbgrader", "test_readme_educator", "test_parallel_autograde", "test_grading_isolation",
+                 "test_failed_release_changes_nothing", "test_rows", "test_grader_self_checks", "test_educator_cycle",
+                 "test_checkpoint", "test_crash_injection", "test_book_site", "test_browser", "test_notebook_execution",
+                 "test_cli", "test_mutation")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(item.nodeid.split("::")[0]).stem, len(rank)))

@@ -30,3 +30,32 @@ def test_an_unknown_bench_part_is_refused_by_name():
 
 def test_make_bench_writes_artifacts_bench_json():
     assert "lucy bench --json artifacts/bench.json" in (REPO / "Makefile").read_text()
+
+
+def test_the_loop_part_times_each_make_target_against_its_goal(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "Makefile").write_text("quick:\n\t@true\nbroken:\n\t@false\n")
+    report = run_bench(BenchConfig(sections=("loop",), loop=(("quick", 60.0), ("broken", 30.0)), repo=repo))
+    quick, broken = report.loop
+    assert (quick.target, quick.goal_seconds, quick.exit_code) == ("quick", 60.0, 0)
+    assert quick.of_goal == round(quick.seconds / 60.0, 2)
+    assert broken.exit_code != 0 and report.problems == (f"make broken failed (exit {broken.exit_code}); see {broken.log}",)
+    assert "make quick:" in summary(report) and "FAILED" in summary(report)
+    assert [t["target"] for t in json.loads(report.to_json())["loop"]] == ["quick", "broken"]
+
+
+def test_the_demo_is_measured_against_the_time_the_readme_states():
+    from lucy_runtime.bench import LOOP, stated_demo_seconds
+
+    assert dict(LOOP)["demo"] is None and dict(LOOP)["test"] == 600.0 and dict(LOOP)["test-fast"] == 180.0
+    assert 60 <= stated_demo_seconds(REPO / "README.md") <= 60 * 60
+
+
+def test_a_readme_that_no_longer_states_the_demo_time_is_reported(tmp_path):
+    from lucy_runtime.bench import stated_demo_seconds
+    from lucy_runtime.errors import BenchFailed
+
+    (tmp_path / "README.md").write_text("`make demo` prints a grade table. It is quick.\n")
+    with pytest.raises(BenchFailed, match="no longer says how long make demo takes"):
+        stated_demo_seconds(tmp_path / "README.md")

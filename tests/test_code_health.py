@@ -39,3 +39,11 @@ def test_ruff_flags_an_import_inside_a_function(tmp_path):
 def test_mypy_finds_nothing():
     done = run(tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_longest_first_schedule_names_only_test_modules_that_exist():
+    from .conftest import LONGEST_FIRST
+
+    missing = [name for name in LONGEST_FIRST if not (REPO / "tests" / f"{name}.py").exists()]
+    assert missing == [] and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+    assert "--no-loadscope-reorder" in (REPO / "Makefile").read_text()  # else xdist reorders by test count

@@ -26,6 +26,7 @@ from ..errors import EducatorError
 from ..course import REPO, GradedSubmission, ScratchCourse
 from ..progress import Progress
 from ..tables import text_table
+from ..units import UNITS
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
 from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
@@ -266,23 +267,25 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
 def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
            alternatives: tuple[Case, ...] = ALTERNATIVES + PRACTICE_ALTERNATIVES,
            tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Progress | None = None,
-           workers: int = 2, feedback: bool = True) -> VerifyReport:
+           workers: int = 2, feedback: bool = True, units: tuple[str, ...] | None = None) -> VerifyReport:
     """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.
 
     With ``feedback``, also generate the learners' feedback and export the grades as CSV,
-    and check both against the gradebook.
+    and check both against the gradebook. ``units`` limits the run to some units (all by
+    default); Unit B brings Unit A's assignment along, since its submissions carry one.
     """
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
     with ThreadPoolExecutor(workers) as pool:
-        courses = list(pool.map(lambda i: ScratchCourse(root / f"course-{i}", repo=REPO), range(workers)))
+        courses = list(pool.map(lambda i: ScratchCourse(root / f"course-{i}", repo=REPO, units=_with_carried(units)),
+                                 range(workers)))
     by_name = {c.name: c for c in (*cases, *alternatives)}
     every_case = {c.name: c for c in CASES}
     for t in tampers:
         by_name[t.name] = t.as_case(every_case.get(t.honest))
     entries: list[Entry] = []
     lock = threading.Lock()
-    for unit in courses[0].units:
+    for unit in [u for u in courses[0].units if units is None or u in units]:
         unit_entries = [Entry("reference", Kind.REFERENCE, unit), Entry("blank-release", Kind.BLANK, unit)]
         unit_entries += [Entry(c.name, Kind.ALTERNATIVE, unit) for c in alternatives if c.unit == unit]
         unit_entries += [Entry(c.name, Kind.CASE, unit, c.expected) for c in cases if c.unit == unit]
@@ -327,6 +330,13 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
         handback, more = hand_back(courses, entries, root)
         problems += more
     return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback, root)
+
+
+def _with_carried(units: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The assignments a scratch course needs for ``units``: Unit B's submissions carry a Unit A."""
+    if units is None:
+        return UNITS
+    return tuple(u for u in UNITS if u in units or (u == "ch07_unit_a" and "ch07_unit_b" in units))
 
 
 def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:

@@ -27,7 +27,7 @@ def grade_id(cell: Any) -> str:
     return nbgrader_meta(cell).get("grade_id", "")
 
 
-# The four flags below read a cell exactly as nbgrader.utils does (is_grade, is_solution,
+# The three flags below read a cell exactly as nbgrader.utils does (is_grade, is_solution,
 # is_locked; tests/test_notebooks.py compares them on every cell of every notebook). They
 # are written out here because importing nbgrader loads Jupyter server and takes seconds,
 # and a learner's kernel and the sealed re-check ask these questions on every start.

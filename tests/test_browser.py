@@ -57,7 +57,7 @@ def dismiss_dialogs(page) -> None:
         page.wait_for_timeout(500)
 
 
-def run_all_and_wait(page, evidence, unit: str, *, limit: float = 600.0) -> None:
+def run_all_and_wait(page, unit: str, *, limit: float = 600.0) -> None:
     """Run All Cells, then wait until no cell is queued any more, or an error is shown.
 
     Progress is read from the cells' prompts ([*] queued or running, [n] done), never from
@@ -113,7 +113,7 @@ def test_a_completed_unit_runs_top_to_bottom_in_jupyterlab_and_the_explorer_rend
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
             evidence = folder / unit / f"{unit}_evidence.json"
             evidence.unlink(missing_ok=True)
-            run_all_and_wait(page, evidence, unit)
+            run_all_and_wait(page, unit)
             errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error'], "
                                   ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
             # An error output fails the test whatever it says: a row that does not hold shows
@@ -132,7 +132,6 @@ def test_a_completed_unit_runs_top_to_bottom_in_jupyterlab_and_the_explorer_rend
                     return o.slice(-3).map(x => x.textContent.slice(0, 300)); }""")
                 pytest.fail(f"the run ended without an error, but the last cell never saved the evidence; "
                             f"{running} cells still queued or never run; the last outputs: {last}")
-            assert evidence.exists(), "the run ended without an error, but the last cell never saved the evidence"
             # JupyterLab renders cells lazily: find each element, scroll to it, then it must be visible.
             admit = page.locator(".widget-button:has-text('Admit')").first
             admit.wait_for(state="attached", timeout=60_000)

@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
@@ -57,15 +58,19 @@ class Streamed:
 
 
 def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env: dict | None = None,
-                 own_group: bool = False) -> Streamed:
+                 own_group: bool = False, restart_on: Callable[[str], bool] | None = None) -> Streamed:
     """Run ``command``, calling ``on_line`` for each line of output as it comes.
 
     A watchdog kills the process at ``timeout`` even when it prints nothing at all; with
     ``own_group`` the command runs in a process group of its own, and the watchdog kills
     that whole group (nbgrader and anything it started that did not leave the group).
+    With ``restart_on``, a line it accepts starts the clock again: the limit is then per
+    stretch of work (one submission of many), not for the whole command.
     """
     lines: list[str] = []
     fired = threading.Event()
+    finished = threading.Event()
+    clock_started = [time.monotonic()]
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=env, start_new_session=own_group) as proc:
         def stop() -> None:
@@ -78,18 +83,27 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
             else:
                 proc.kill()
 
-        watchdog = threading.Timer(timeout, stop)
+        def watch() -> None:
+            while not finished.wait(0.1):
+                if time.monotonic() - clock_started[0] > timeout:
+                    stop()
+                    return
+
+        watchdog = threading.Thread(target=watch, name="stream-lines-watchdog", daemon=True)
         watchdog.start()
         try:
             for line in proc.stdout or ():
                 lines.append(line)
+                if restart_on is not None and restart_on(line):
+                    clock_started[0] = time.monotonic()
                 on_line(line)
         except BaseException:
             if own_group:  # nothing outlives a caller that stopped (Ctrl-C, a failing callback)
                 os.killpg(proc.pid, signal.SIGKILL)
             raise
         finally:
-            watchdog.cancel()
+            finished.set()
+            watchdog.join()
     return Streamed("".join(lines), proc.returncode, fired.is_set())
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from lucy_runtime.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.parallel import ClassGrading, Status, autograde_class
+from lucy_runtime.educator.parallel import MOST_PER_JOB, ClassGrading, Status, autograde_class, batches
 from lucy_runtime.educator.verify import filled
 from lucy_runtime.cells import is_learner_owned
 
@@ -113,14 +113,29 @@ def test_the_parallel_gradebook_is_ready_for_feedback(courses):
     assert sorted(p.parent.parent.name for p in (parallel / "feedback").glob(f"*/{UNIT}/{UNIT}.html")) == sorted(CLASS)
 
 
-def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_recorded(courses):
+def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_the_rest_of_its_batch_is_graded(courses):
     parallel = courses.parallel
     hang = with_first_learner_cell_ending(filled(courses.release, courses.source), "import time\ntime.sleep(3600)")
     parallel.submit("hang", UNIT, hang)
-    graded = autograde_class(parallel.root, UNIT, jobs=1, timeout=30, students=["hang"])
-    (outcome,) = graded.outcomes
-    assert outcome.status is Status.TIMED_OUT and outcome.seconds < 120
+    parallel.submit("late", UNIT, filled(courses.release, courses.source))  # after "hang" in nbgrader's order
+    graded = autograde_class(parallel.root, UNIT, jobs=1, timeout=30, students=["hang", "late"])
+    assert batches(["hang", "late"], 1) == [["hang", "late"]], "both must share one nbgrader command"
+    hung, late = graded.outcomes
+    assert hung.status is Status.TIMED_OUT and hung.seconds < 120
     assert not (parallel.root / "autograded" / "hang" / UNIT).exists()
+    assert late.status is Status.GRADED, late.log_tail
+    assert cells(parallel.root, "late") == cells(courses.sequential.root, "correct")
+
+
+def test_batches_are_even_a_multiple_of_the_jobs_and_never_above_the_most_per_job():
+    for size in (1, 2, 7, 8, 17, 300):
+        students = [f"s{i:03}" for i in range(size)]
+        for jobs in (1, 2, 3):
+            split = batches(students, jobs)
+            assert sorted(s for batch in split for s in batch) == students
+            assert max(map(len, split)) <= MOST_PER_JOB and max(map(len, split)) - min(map(len, split)) <= 1
+            assert len(split) <= size and (len(split) % jobs == 0 or len(split) == size)
+    assert batches([f"s{i}" for i in range(8)], 2) == [["s0", "s2", "s4", "s6"], ["s1", "s3", "s5", "s7"]]
 
 
 def test_parallel_grading_into_a_postgresql_gradebook(courses, tmp_path):

@@ -1,23 +1,26 @@
-"""Grade a whole class in parallel: one real ``nbgrader autograde ASSIGNMENT --student S`` per job.
+"""Grade a whole class in parallel: real ``nbgrader autograde`` commands, each over a batch of students.
 
 The jobs fan out through Dask distributed: a ``LocalCluster`` on this machine by
 default, or the scheduler at an address (every worker then needs this package and the
-course folder at the same path). Each job is the command an educator would type for one
-student, so the gradebook entries, the autograded notebooks and the scores are the ones
-sequential nbgrader writes. A job that runs past its time limit is stopped with
-everything it started and recorded as timed out; a kernel that dies is recorded as
-such; neither touches the other jobs. Gradebook writes wait for each other
-(``lucy_runtime/gradebook.py``), or go to a database server such as PostgreSQL.
+course folder at the same path). Each job is the command an educator would type, left
+to grade a few students (the others excluded), so the gradebook entries, the
+autograded notebooks and the scores are the ones sequential nbgrader writes, and
+nbgrader's start-up is paid once per batch rather than once per student. A submission
+that runs past its time limit is stopped with everything it started and recorded as
+timed out; a kernel that dies is recorded as such; neither touches the other
+submissions. Gradebook writes wait for each other (``lucy_runtime/gradebook.py``), or
+go to a database server such as PostgreSQL.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Callable
@@ -70,23 +73,123 @@ def submitted_students(root: Path, assignment: str) -> list[str]:
     return sorted(p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}") if p.is_dir())
 
 
-def grade_one(root: str, assignment: str, student: str, timeout: float) -> Outcome:
-    """One job (it runs on a Dask worker): nbgrader autogrades one student's submission."""
-    started = time.monotonic()
-    done = stream_lines([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force",
-                         f"--student={student}"], cwd=Path(root), timeout=timeout, on_line=lambda line: None,
-                        env=_env(), own_group=True)
-    seconds = round(time.monotonic() - started, 1)
-    tail = done.output[-2000:]
-    if done.timed_out:
-        # nbgrader removes a failed student's output; a stopped nbgrader cannot, so do it here.
-        shutil.rmtree(Path(root) / "autograded" / student / assignment, ignore_errors=True)
-        return Outcome(student, Status.TIMED_OUT, seconds, tail + f"\n(stopped after {timeout:g} s)")
-    if done.returncode == 0 and CONFIG_BROKEN not in done.output:
-        return Outcome(student, Status.GRADED, seconds)
-    if "DeadKernelError" in done.output or "Kernel died" in done.output:
-        return Outcome(student, Status.KERNEL_DIED, seconds, tail)
-    return Outcome(student, Status.FAILED, seconds, tail)
+MOST_PER_JOB = 8
+"""Submissions one nbgrader command grades. nbgrader takes seconds to start, about as long as
+grading one submission, so a job grades several; more jobs than workers keep the workers
+evenly busy and the progress bar moving."""
+
+
+def batches(students: list[str], jobs: int) -> list[list[str]]:
+    """Split the class into a multiple of ``jobs`` batches of at most ``MOST_PER_JOB``, as even as can be."""
+    count = jobs * -(-len(students) // (jobs * MOST_PER_JOB))
+    split = [sorted(students)[i::count] for i in range(count)]
+    return [batch for batch in split if batch]
+
+
+def _student_of(line: str, assignment: str) -> str | None:
+    """The student a line of nbgrader's autograde log is about, when it names a submission folder."""
+    found = re.search(rf"/(?:submitted|autograded)/([^/\s]+)/{re.escape(assignment)}\b", line)
+    return found.group(1) if found else None
+
+
+def _failed_students(output: str, assignment: str) -> set[str]:
+    """nbgrader ends a run that met errors with one line per student it could not grade."""
+    return set(re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' "
+                          r"for student '([^']+)'", output))
+
+
+def _status_of_failure(log: str) -> Status:
+    return Status.KERNEL_DIED if "DeadKernelError" in log or "Kernel died" in log else Status.FAILED
+
+
+@dataclass
+class _Command:
+    """One ``nbgrader autograde`` over a batch, read as it goes: whom it reached, when, and what it said."""
+    output: str = ""
+    returncode: int = 0
+    timed_out: bool = False
+    began: float = 0.0
+    ended: float = 0.0
+    order: list[str] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+    logs: dict[str | None, list[str]] = field(default_factory=dict)
+
+    def seconds(self, student: str) -> float:
+        at = self.order.index(student)
+        begin = self.began if at == 0 else self.started[student]
+        end = self.started[self.order[at + 1]] if at + 1 < len(self.order) else self.ended
+        return round(end - begin, 1)
+
+
+def _autograde(course: Path, assignment: str, waiting: list[str], timeout: float) -> _Command:
+    run = _Command()
+
+    def on_line(line: str) -> None:
+        student = _student_of(line, assignment)
+        if student in waiting and student not in run.started:
+            run.started[student] = time.monotonic()
+            run.order.append(student)
+        run.logs.setdefault(run.order[-1] if run.order else None, []).append(line)
+
+    def reaches_the_next(line: str) -> bool:
+        student = _student_of(line, assignment)
+        return student in waiting and student not in run.started
+
+    others = [s for s in submitted_students(course, assignment) if s not in waiting]
+    command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"]
+    if others:
+        command.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
+    run.began = time.monotonic()
+    done = stream_lines(command, cwd=course, timeout=timeout, on_line=on_line, env=_env(), own_group=True,
+                        restart_on=reaches_the_next)
+    run.ended = time.monotonic()
+    run.output, run.returncode, run.timed_out = done.output, done.returncode, done.timed_out
+    return run
+
+
+def grade_batch(root: str, assignment: str, students: list[str], timeout: float) -> tuple[Outcome, ...]:
+    """One job (it runs on a Dask worker): nbgrader autogrades a batch of submissions in one command.
+
+    ``timeout`` is per submission: the clock starts again as nbgrader moves on to the next
+    one. A submission that runs past it stops the command; it is recorded as timed out, and
+    the ones nbgrader had not reached yet are graded by a fresh command. Each submission's
+    stretch of the log is kept, so a failure is told apart and reported on its own.
+    """
+    course = Path(root)
+    outcomes: dict[str, Outcome] = {}
+    waiting = sorted(students)
+    while waiting:
+        run = _autograde(course, assignment, waiting, timeout)
+        if CONFIG_BROKEN in run.output or not run.order:
+            # The command graded nobody: its settings were lost, it failed before the first
+            # submission, or it ran out of time starting up. Every submission shares that end.
+            status = Status.TIMED_OUT if run.timed_out else Status.FAILED
+            for student in waiting:
+                outcomes[student] = Outcome(student, status, round(run.ended - run.began, 1), run.output[-2000:])
+            break
+        failed = _failed_students(run.output, assignment)
+        for student in run.order:
+            seconds, tail, last = run.seconds(student), "".join(run.logs[student])[-2000:], student == run.order[-1]
+            if last and run.timed_out:
+                # nbgrader removes a failed student's output; a stopped nbgrader cannot, so do it here.
+                shutil.rmtree(course / "autograded" / student / assignment, ignore_errors=True)
+                outcomes[student] = Outcome(student, Status.TIMED_OUT, seconds,
+                                            tail + f"\n(stopped after {timeout:g} s)")
+            elif student in failed:
+                outcomes[student] = Outcome(student, _status_of_failure(tail), seconds, tail)
+            elif last and run.returncode != 0 and not failed:
+                # nbgrader itself ended badly while on this submission (it lists the ones it failed).
+                outcomes[student] = Outcome(student, _status_of_failure(run.output), seconds, run.output[-2000:])
+            else:
+                outcomes[student] = Outcome(student, Status.GRADED, seconds)
+        unreached = [s for s in waiting if s not in run.started]
+        if not run.timed_out:
+            for student in unreached:  # the command ended on its own without reaching them
+                outcomes[student] = Outcome(student, Status.FAILED, 0.0,
+                                            run.output[-2000:] + "\n(nbgrader did not reach this submission)")
+            break
+        waiting = unreached  # the ones a stopped command never reached get a fresh one
+    return tuple(outcomes[s] for s in sorted(students))
 
 
 def _check_gradebook(db_url: str, assignment: str) -> None:
@@ -112,7 +215,7 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
 
     root = Path(root).resolve()
     db_url = course_db_url(root)  # a folder that is no course is refused before anything else
-    students = submitted_students(root, assignment) if students is None else list(students)
+    students = submitted_students(root, assignment) if students is None else sorted(set(students))
     if not students:
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
@@ -128,13 +231,14 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     outcomes = []
     try:
         with Client(cluster if cluster is not None else scheduler) as client:
-            futures = [client.submit(grade_one, str(root), assignment, s, timeout, key=f"autograde-{assignment}-{s}",
-                                     retries=0, pure=False) for s in students]
+            futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
+                                     key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
+                       for batch in batches(students, jobs)]
             for future in as_completed(futures):
-                outcome = future.result()
-                outcomes.append(outcome)
-                if on_done:
-                    on_done(outcome, len(outcomes), len(students))
+                for outcome in future.result():
+                    outcomes.append(outcome)
+                    if on_done:
+                        on_done(outcome, len(outcomes), len(students))
     finally:
         if cluster is not None:
             cluster.close()

@@ -1,9 +1,11 @@
 """The independent observer's reading side: what a fresh process finds on disk.
 
-``lucy_runtime.checker.observe.observe_many`` runs this module as
-``python -m lucy_runtime.observer`` with a JSON list of ``{"db": …, "log": …, "calls": …}``
+``lucy_runtime.checker.observe.observe_many`` runs this file as a script,
+``python -I -S -B lucy_runtime/observer.py``, with a JSON list of ``{"db": …, "log": …, "calls": …}``
 on standard input; it prints one snapshot per entry. It never imports learner code,
-nor the checker (so it starts in a fraction of the checker's import time), and trusts
+nor anything else of this package: it needs the standard library alone, so a fresh
+interpreter without ``site`` starts it in a fraction of the checker's import time
+(every row starts one or more). It trusts
 nothing a learner's objects say: the work and report tables are found by their
 columns in the database file, the accepted sends are read from the fake service's own
 log, and the model calls are counted in the invocation log.
@@ -15,11 +17,14 @@ import json
 import os
 import sqlite3
 import sys
+from collections import namedtuple
 from contextlib import closing
-from dataclasses import dataclass
-from typing import Any
 
-from .work import REPORT_COLUMNS, WORK_COLUMNS
+WORK_COLUMNS = ("work_id", "source_id", "session_id", "text", "state")
+"""Columns the observer reads from the learner's work table (other columns are the learner's own)."""
+
+REPORT_COLUMNS = ("report_id", "work_id", "generation", "session_id", "body", "delivery")
+"""Columns the observer reads from the learner's report table."""
 
 _OPTIONAL_WORK = ("generation", "worker_id")
 _OPTIONAL_REPORT = ("receipt",)
@@ -29,11 +34,7 @@ def _plain(value):
     return value if isinstance(value, (int, float, str)) or value is None else repr(value)
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    name: str
-    kind: str  # 'table' or 'view'
-    columns: tuple[str, ...]
+_Candidate = namedtuple("_Candidate", "name kind columns")  # kind: 'table' or 'view'
 
 
 def _find_table(conn: sqlite3.Connection, required: tuple[str, ...], what: str, problems: list[str],
@@ -79,7 +80,7 @@ def _rows(conn, table, columns, wanted):
 
 
 def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
-    result: dict[str, Any] = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
+    result: dict = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
               "problems": [], "ambiguous": [], "tables": {}}
     problems, ambiguous = result["problems"], result["ambiguous"]
     if not os.path.exists(db):

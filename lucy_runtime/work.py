@@ -14,6 +14,7 @@ from enum import Enum
 
 from .errors import FenceError, InvalidField
 from .fields import require_int
+from .observer import REPORT_COLUMNS, WORK_COLUMNS
 from .store import Store
 
 WORK_STATES = ("pending", "running", "done")
@@ -26,12 +27,6 @@ DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed")
 """report: pending --mark--> sending --receipt--> confirmed
           sending --retryable refusal--> pending (due again later) | failed (permanent, or out of attempts)
           sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)"""
-
-WORK_COLUMNS = ("work_id", "source_id", "session_id", "text", "state")
-"""Columns the observer reads from the learner's work table (other columns are the learner's own)."""
-
-REPORT_COLUMNS = ("report_id", "work_id", "generation", "session_id", "body", "delivery")
-"""Columns the observer reads from the learner's report table."""
 
 
 class Outcome(Enum):

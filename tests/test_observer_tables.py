@@ -69,3 +69,19 @@ def test_two_equally_plausible_report_tables_are_named_with_their_columns_and_th
     with pytest.raises(Fail) as failure:
         seen(Snapshot(**{**seen_now, "work": seen_now["work"]}))
     assert "connection" not in failure.value.hint and "'report'" in failure.value.hint
+
+
+def test_a_fresh_interpreter_without_site_packages_or_this_package_reads_the_database(db):
+    """Every row starts the observer at least once: it runs as a bare script (``-I -S``), so it
+    must need nothing but the standard library, and it must see what a fresh process sees."""
+    import ast
+
+    from lucy_runtime import observer
+    from lucy_runtime.checker.observe import observe_many
+
+    tree = ast.parse(open(observer.__file__, encoding="utf-8").read())
+    relative = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert relative == [], "the observer script cannot import from its own package"
+    (seen_now,) = observe_many([{"db": db(table("report", REPORT_COLUMNS), A_REPORT)}])
+    assert [w["state"] for w in seen_now.work] == ["done"] and [r["body"] for r in seen_now.reports] == ["ACME up"]
+    assert seen_now.problems == []

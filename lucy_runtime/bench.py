@@ -84,6 +84,7 @@ class ClassBench:
     parallel_seconds: float
     speedup: float
     all_graded: bool
+    not_graded: tuple[str, ...] = ()  # "student: status", then the end of that student's nbgrader log
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,8 @@ def bench_grading(config: BenchConfig, workdir: Path) -> tuple[AutogradeBench | 
         sequential = _timed(lambda: sequential_course.autograde(unit))  # one plain nbgrader run over the class
         result = autograde_class(parallel_course.root, unit, jobs=config.jobs, students=students)
         klass = ClassBench(config.submissions, config.jobs, round(sequential, 2), result.seconds,
-                           round(sequential / max(result.seconds, 1e-9), 2), result.ok)
+                           round(sequential / max(result.seconds, 1e-9), 2), result.ok,
+                           tuple(f"{o.student}: {o.status.value}\n{o.log_tail[-1200:]}" for o in result.unfinished))
     return autograde, klass
 
 
@@ -290,7 +292,8 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
             progress("autograde: a scratch course (nbgrader)")
             autograde, klass = bench_grading(config, workdir)
             if klass and not klass.all_graded:
-                problems.append("parallel grading left submissions ungraded")
+                problems.append("parallel grading left submissions ungraded: "
+                                + "; ".join(line.splitlines()[0] for line in klass.not_graded))
         if "loop" in config.sections:
             loop = bench_loop(config, config.repo / "artifacts", progress)
             problems += [f"make {t.target} failed (exit {t.exit_code}); see {t.log}" for t in loop if t.exit_code]

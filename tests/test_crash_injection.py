@@ -15,8 +15,8 @@ from lucy_runtime.checker import run_rows
 from lucy_runtime.checker.child import Status, run_in_child
 from lucy_runtime.checker.faults import Count, KillAt, FailAt, Stop
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.tampers import TAMPERS, tamper_by_name
+from lucy_runtime.educator.cases import Case, by_name
+from lucy_runtime.educator.tampers import TAMPERS, Append, tamper_by_name
 from lucy_runtime.store import Store
 
 from .conftest import learner_with
@@ -161,3 +161,30 @@ def test_each_trick_is_caught_by_the_row_it_tried_to_dodge(reference_cells, name
     assert not report.results[0].passed, report.results[0].observation
     if name == "private-connection-finish":
         assert "queue.store" in report.results[0].observation + report.results[0].hint
+
+
+_REPLACE_THE_READER = """
+import lucy_runtime.observer as _observer, lucy_runtime.checker.observe as _observe
+import lucy_runtime.checker.model_based as _model_based
+
+
+def _an_empty_store(*args, **kwargs):
+    return {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0, "problems": [],
+            "ambiguous": [], "tables": {}}
+
+
+for _module in (_observer, _observe, _model_based):
+    for _name in ("snapshot", "read_between_children"):
+        if hasattr(_module, _name):
+            setattr(_module, _name, _an_empty_store)
+"""
+
+
+def test_a_learner_cell_that_replaces_the_checkers_reading_functions_does_not_change_the_model_based_verdict(
+        reference_cells):
+    """The model-based row reads the files after every step. Were the reading done in the child,
+    which has run the learner's cells, a cell could replace it: here with one that sees an empty
+    store, which would fail a correct queue (and a subtler one could pass a broken one)."""
+    case = Case("replace-the-reader", "ch07_unit_b", (Append("schema", _REPLACE_THE_READER),), "", (), "")
+    (result,) = run_rows(learner_with(reference_cells, case), [ROWS["model-based"]], seed=9).results
+    assert result.passed, result.observation

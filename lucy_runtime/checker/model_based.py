@@ -1,8 +1,9 @@
 """A Hypothesis rule-based state machine: the learner's queue against a plain model.
 
 Each step runs the learner's code in a new child process on the same files, so only
-what was committed carries over from step to step. After every step the child reads
-the files back, and the machine compares them with the model. When they disagree,
+what was committed carries over from step to step. After every step the checker reads
+the files back itself (never the child, which has run the learner's cells and could
+have replaced the reading function), and the machine compares them with the model. When they disagree,
 Hypothesis shrinks the sequence and the row reports the shortest one it found.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from .faults import KillAt
 from .harness import Ctx, Harness
-from .observe import snapshot
+from .observe import read_between_children
 from ..transport import Behaviour
 from .kit import Fail, ok
 
@@ -84,15 +85,11 @@ def run_model_check(h: Harness) -> str:
         # -- running a step --------------------------------------------------
         def step(self, what: str, script) -> Any:
             stats["steps"] += 1
-            target = self.scenario.target()
-
-            def child(c: Ctx):
-                return script(c), snapshot(target["db"], target["log"], target["calls"])
-
             try:
-                value, seen_now = ok(self.scenario.run(child), what)
+                value = ok(self.scenario.run(script), what)
             except Fail as failure:
                 raise Disagreement(failure.observation) from None
+            seen_now = self.read()
             self.compare(seen_now, what)
             return value, seen_now
 
@@ -118,6 +115,9 @@ def run_model_check(h: Harness) -> str:
             if seen_now["model_calls"] != self.calls:
                 raise Disagreement(f"after {what}: the model was called {seen_now['model_calls']} times, "
                                    f"expected {self.calls}")
+
+        def read(self) -> dict:
+            return read_between_children(self.scenario.target())
 
         def unfinished(self, session: str | None = None) -> int:
             return sum(1 for w in self.work.values()
@@ -147,17 +147,13 @@ def run_model_check(h: Harness) -> str:
                 self.reports += 1
             before = {s: w["state"] for s, w in self.work.items()}
             # Which pending request the learner picks is theirs to choose: read it back from the store.
-            target = self.scenario.target()
-
-            def child(c: Ctx):
-                report = c.work_once(c.queue(CAPACITY, PER_SESSION), c.loop(marker), "w1")
-                return report, snapshot(target["db"], target["log"], target["calls"])
-
             stats["steps"] += 1
             try:
-                report, seen_now = ok(self.scenario.run(child), "work_once()")
+                report = ok(self.scenario.run(lambda c: c.work_once(c.queue(CAPACITY, PER_SESSION), c.loop(marker),
+                                                                    "w1")), "work_once()")
             except Fail as failure:
                 raise Disagreement(failure.observation) from None
+            seen_now = self.read()
             done_now = [w["source_id"] for w in seen_now["work"] if w["state"] == "done" and before.get(w["source_id"]) == "pending"]
             if pending and (report is None or len(done_now) != 1):
                 raise Disagreement(f"work_once() with {len(pending)} pending finished {len(done_now)} requests")
@@ -190,8 +186,7 @@ def run_model_check(h: Harness) -> str:
                     ok(result, what)
                 except Fail as failure:
                     raise Disagreement(failure.observation) from None
-            target = self.scenario.target()
-            seen_now = ok(self.scenario.run(lambda c: snapshot(target["db"], target["log"], target["calls"])), "reading")
+            seen_now = self.read()
             stored = {w["source_id"]: w["state"] for w in seen_now["work"]}
             moved = [s for s, w in self.work.items() if w["state"] == "pending" and stored.get(s) != "pending"]
             if len(moved) != 1:
@@ -206,21 +201,20 @@ def run_model_check(h: Harness) -> str:
         @rule(behaviour=st.sampled_from(list(ANSWERS)))
         def deliver(self, behaviour: Behaviour) -> None:
             what = f"deliver_one() with the service set to {behaviour.value}"
-            target = self.scenario.target()
             self.later += LATER
             later = self.later
 
             def child(c: Ctx):
-                before = snapshot(target["db"], target["log"], target["calls"])
                 c.clock.advance(later)  # every refused report is due again: the model has no clock
-                answer = c.deliver_one(c.transport([behaviour]))
-                return before, answer, c.policy.max_attempts, snapshot(target["db"], target["log"], target["calls"])
+                return c.deliver_one(c.transport([behaviour])), c.policy.max_attempts
 
             stats["steps"] += 1
+            before = self.read()
             try:
-                before, answer, cap, after = ok(self.scenario.run(child), what)
+                answer, cap = ok(self.scenario.run(child), what)
             except Fail as failure:
                 raise Disagreement(failure.observation) from None
+            after = self.read()
             pending_before = [r for r in before["reports"] if r["delivery"] == "pending"]
             expected = ANSWERS[behaviour] if pending_before else "nothing to send"
             if pending_before and behaviour is Behaviour.REFUSE and after["requests"]:
@@ -231,8 +225,7 @@ def run_model_check(h: Harness) -> str:
                 self.sent += 1
             if answer != expected:
                 raise Disagreement(f"{what} answered {answer!r}; the model expects {expected!r}")
-            seen_now = ok(self.scenario.run(lambda c: snapshot(target["db"], target["log"], target["calls"])), "reading")
-            self.compare(seen_now, what)
+            self.compare(after, what)
 
     report = io.StringIO()
     config = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True,

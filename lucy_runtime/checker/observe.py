@@ -15,7 +15,7 @@ from .. import observer
 from ..observer import _find_table, snapshot
 from ..sandbox import dropping_to
 
-__all__ = ["Snapshot", "_find_table", "observe_many", "snapshot"]
+__all__ = ["Snapshot", "_find_table", "observe_many", "read_between_children", "snapshot"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,19 @@ def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot
     if done.returncode != 0:
         raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return [Snapshot(**item) for item in json.loads(done.stdout)]
+
+
+def read_between_children(target: dict) -> dict:
+    """What the files hold now, read by this process: the checker's own, which runs no learner code.
+
+    For a check that reads after every one of many short children (the model-based row),
+    where a fresh interpreter each time would cost more than the children. A read inside
+    a child would not do: the child has run the learner's cells, which can replace any
+    function it calls. Takes effect only once the children have ended.
+    """
+    seen_now = snapshot(target["db"], target.get("log"), target.get("calls"))
+    _leave_writable([target])
+    return seen_now
 
 
 def _leave_writable(targets: list[dict]) -> None:

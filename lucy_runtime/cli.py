@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from .nbgrader_main import leave_out_unused_imports
+
 
 def _rows(args) -> int:
     from .checker.rows import ROWS
@@ -303,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_mutation)
     p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the queue, the make loop")
     p.add_argument("notebook_dir", nargs="?", default="source")
+    # bench.SECTIONS, written out: importing the bench would slow every lucy command (tests/test_bench.py).
     p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "queue", "loop"), help="run only these parts")
     p.add_argument("--submissions", type=int, default=8, help="class size for the parallel grading ratio")
     p.add_argument("--items", type=int, default=200, help="items through the queue")
@@ -345,6 +348,7 @@ def subcommands() -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    leave_out_unused_imports()
     args = build_parser().parse_args(argv)
     try:
         code = args.func(args)

@@ -27,6 +27,9 @@ from .notebook import UNITS, keep_ids
 
 REPO = Path(__file__).resolve().parent.parent
 
+NBGRADER = (sys.executable, "-m", "lucy_runtime.nbgrader_main")
+"""How grading starts nbgrader: its own command line, minus an import it never uses (see nbgrader_main)."""
+
 CONFIG_BROKEN = "Exception while loading config file"
 """traitlets logs this and carries on without the file: every setting in it silently lost."""
 
@@ -42,7 +45,7 @@ def _env() -> dict[str, str]:
 def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900) -> str:
     """Run one nbgrader command in ``cwd`` (a course directory); return its output."""
     env = _env()
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, capture_output=True, text=True,
+    done = subprocess.run([*NBGRADER, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
     output = done.stdout + done.stderr
     if done.returncode != 0 or CONFIG_BROKEN in output:
@@ -65,7 +68,8 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
     ``own_group`` the command runs in a process group of its own, and the watchdog kills
     that whole group (nbgrader and anything it started that did not leave the group).
     With ``restart_on``, a line it accepts starts the clock again: the limit is then per
-    stretch of work (one submission of many), not for the whole command.
+    stretch of work (one submission of many), not for the whole command. It sees each
+    line before ``on_line`` does.
     """
     lines: list[str] = []
     fired = threading.Event()
@@ -114,7 +118,7 @@ def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student
         if found:
             on_student(found.group(1))
 
-    done = stream_lines([sys.executable, "-m", "nbgrader", *args], cwd=cwd, timeout=timeout, on_line=on_line,
+    done = stream_lines([*NBGRADER, *args], cwd=cwd, timeout=timeout, on_line=on_line,
                         env=_env())
     if done.timed_out:
         raise NbgraderFailed(args, done.output + f"\n(no end after {timeout:g} s: stopped)")

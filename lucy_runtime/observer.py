@@ -81,7 +81,7 @@ def _rows(conn, table, columns, wanted):
 
 def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
     result: dict = {"work": [], "reports": [], "accepted": [], "requests": [], "model_calls": 0,
-              "problems": [], "ambiguous": [], "tables": {}}
+                    "problems": [], "ambiguous": [], "tables": {}}
     problems, ambiguous = result["problems"], result["ambiguous"]
     if not os.path.exists(db):
         problems.append("the database file does not exist: nothing was ever committed to it")

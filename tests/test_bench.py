@@ -28,6 +28,15 @@ def test_an_unknown_bench_part_is_refused_by_name():
         run_bench(BenchConfig(sections=("rows", "speed")))
 
 
+def test_lucy_bench_only_offers_exactly_the_sections_the_bench_has():
+    from lucy_runtime.bench import SECTIONS
+    from lucy_runtime.cli import build_parser
+
+    bench = build_parser()._subparsers._group_actions[0].choices["bench"]  # type: ignore[union-attr]
+    only = next(a for a in bench._actions if a.dest == "only")
+    assert tuple(only.choices) == SECTIONS
+
+
 def test_make_bench_writes_artifacts_bench_json():
     assert "lucy bench --json artifacts/bench.json" in (REPO / "Makefile").read_text()
 

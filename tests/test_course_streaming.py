@@ -45,3 +45,48 @@ def test_in_its_own_group_a_hang_is_stopped_with_everything_it_started(tmp_path)
     if alive:
         os.kill(grandchild, 9)
     assert not alive, "a process the hung command started outlived the watchdog"
+
+
+def _string_formats(schema) -> set[str]:
+    """Every ``format`` a JSON schema asks of a string (a property named "format" is not one)."""
+    found = set()
+    if isinstance(schema, dict):
+        if isinstance(schema.get("format"), str):
+            found.add(schema["format"])
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                found |= {f for sub in value.values() for f in _string_formats(sub)}
+            elif key != "format":
+                found |= _string_formats(value)
+    elif isinstance(schema, list):
+        found |= {f for sub in schema for f in _string_formats(sub)}
+    return found
+
+
+def test_grading_starts_nbgrader_without_the_iri_grammar_and_it_still_validates_notebooks(tmp_path):
+    import subprocess
+
+    from lucy_runtime.course import NBGRADER
+
+    probe = ("import sys\n"
+             "from lucy_runtime.nbgrader_main import main\n"
+             "try:\n    main(['autograde', 'nothing'])\nexcept SystemExit as stop:\n    code = stop.code\n"
+             "import jsonschema, nbformat\n"
+             "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')]))\n"
+             "print(code, sys.modules.get('rfc3987_syntax') is None, 'iri' in jsonschema.FormatChecker.checkers)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # nbgrader ran (and refused a course with no submissions), never loaded the grammar, and validated a notebook.
+    assert done.stdout.split() == ["1", "True", "False"], done.stdout + done.stderr
+    assert NBGRADER[1:] == ("-m", "lucy_runtime.nbgrader_main")
+
+
+def test_no_notebook_schema_asks_for_the_format_grading_leaves_out():
+    import json
+    from pathlib import Path
+
+    import nbformat
+
+    schemas = sorted(Path(nbformat.__file__).parent.glob("v*/nbformat.v*.schema.json"))
+    assert schemas
+    formats = {f for path in schemas for f in _string_formats(json.loads(path.read_text(encoding="utf-8")))}
+    assert not {"iri", "iri-reference"} & formats, formats

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from lucy_runtime.educator.cases import CASES
+from lucy_runtime.educator.alternatives import ALTERNATIVES
+from lucy_runtime.educator.cases import CASES, Case, Edit
+from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 from lucy_runtime.educator.verify import verify
 
 pytestmark = pytest.mark.nbgrader
 
+HARMLESS = Case("harmless-edit", "ch07_unit_a", (Edit("work_once", "    if assignment is None:\n",
+                                                     "    if assignment is None:  # a comment\n"),),
+                "changes nothing", ("empty-poll",), "")
+"""Planted among the real cases: an edit no row can catch, which verify must report as surviving."""
+SURVIVOR = ["case harmless-edit SURVIVES: it got full marks",
+            "case harmless-edit was not caught by its expected rows empty-poll"]
+
 
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory):
-    return verify(workdir=tmp_path_factory.mktemp("verify"))
+    """One real verify for the module: every case, alternative and tamper, and the planted survivor."""
+    return verify(cases=CASES + PRACTICE_CASES + (HARMLESS,), alternatives=ALTERNATIVES + PRACTICE_ALTERNATIVES,
+                  workdir=tmp_path_factory.mktemp("verify"))
 
 
 def entry(report, name, unit="ch07_unit_a"):
@@ -50,8 +62,13 @@ def test_a_learner_cell_that_tampers_with_grade_still_loses_the_points(verified)
 
 
 def test_every_case_is_caught_by_its_expected_rows_and_every_alternative_gets_full_marks(verified):
-    assert verified.problems == []
-    assert verified.ok
+    assert [p for p in verified.problems if p not in SURVIVOR] == []
+
+
+def test_verify_reports_a_case_that_survives_and_nothing_else(verified):
+    assert verified.problems == SURVIVOR
+    assert not verified.ok
+    assert entry(verified, "harmless-edit").graded.full_marks
 
 
 def test_the_grade_table_kill_matrix_and_json_say_the_same(verified, tmp_path):
@@ -61,7 +78,9 @@ def test_the_grade_table_kill_matrix_and_json_say_the_same(verified, tmp_path):
     for submission in data["submissions"]:
         assert {"name", "score", "max_score", "failing_rows"} <= set(submission)
     matrix = verified.kill_matrix()
-    assert "noop-finish" in matrix and " X" in matrix and " !" not in matrix.split("\n\n")[0]
+    assert "noop-finish" in matrix and " X" in matrix and " !" in matrix.split("\n\n")[0]  # the planted survivor
+    real = dataclasses.replace(verified, entries=[e for e in verified.entries if e.name != HARMLESS.name])
+    assert " !" not in real.kill_matrix().split("\n\n")[0]
     assert "reference" in verified.grade_table()
 
 

@@ -18,14 +18,13 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from ..course import CONFIG_BROKEN, _env, stream_lines
+from ..course import CONFIG_BROKEN, NBGRADER, _env, stream_lines
 from ..errors import InvalidField, NothingToGrade
 from ..gradebook import course_db_url
 
@@ -67,6 +66,11 @@ class ClassGrading:
                            "outcomes": [{"student": o.student, "status": o.status.value, "seconds": o.seconds,
                                          **({"log_tail": o.log_tail} if o.status is not Status.GRADED else {})}
                                         for o in self.outcomes]}, indent=2)
+
+
+UNNAMEABLE = frozenset(",*?[]")
+"""Characters no student id may hold here: nbgrader takes the students a command leaves out as a
+comma-separated list, and a student id as a glob pattern."""
 
 
 def submitted_students(root: Path, assignment: str) -> list[str]:
@@ -124,19 +128,19 @@ class _Command:
 def _autograde(course: Path, assignment: str, waiting: list[str], timeout: float) -> _Command:
     run = _Command()
 
-    def on_line(line: str) -> None:
+    def reaches_the_next(line: str) -> bool:  # stream_lines asks this first, then hands the line to on_line
         student = _student_of(line, assignment)
         if student in waiting and student not in run.started:
             run.started[student] = time.monotonic()
             run.order.append(student)
+            return True
+        return False
+
+    def on_line(line: str) -> None:
         run.logs.setdefault(run.order[-1] if run.order else None, []).append(line)
 
-    def reaches_the_next(line: str) -> bool:
-        student = _student_of(line, assignment)
-        return student in waiting and student not in run.started
-
     others = [s for s in submitted_students(course, assignment) if s not in waiting]
-    command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"]
+    command = [*NBGRADER, "autograde", assignment, "--force"]
     if others:
         command.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
     run.began = time.monotonic()
@@ -220,6 +224,11 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
         raise InvalidField("jobs", "must be at least 1")
+    unnameable = [s for s in submitted_students(root, assignment) if UNNAMEABLE & set(s)]
+    if unnameable:
+        raise InvalidField("student", f"{', '.join(map(repr, unnameable))} cannot be named on nbgrader's command "
+                                      f"line (no {' '.join(sorted(UNNAMEABLE))} in a student id): rename the "
+                                      "submission folder, and nothing is graded until then")
     os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
     _check_gradebook(db_url, assignment)
     started = time.monotonic()

@@ -1,0 +1,30 @@
+"""No false failures: correct implementations arranged differently from the reference
+(report inserted before the state change, INSERT ... ON CONFLICT, one statement with
+RETURNING, a different schema, ...) pass every row that runs their cells.
+
+Apart from tests/test_rows.py, so the two halves of the row checks run side by side.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lucy_runtime.checker import run_rows
+from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.educator.alternatives import ALTERNATIVES
+
+from .conftest import learner_with
+
+ALL_ROWS = list(ROWS.values())
+
+
+RUN_BY = {"ch07_unit_a": {"A", "B"}, "ch07_unit_b": {"B"}}
+"""The rows whose scenarios run a unit's cells: Unit B's rows run the learner's Unit A too.
+The other rows run only cells an alternative leaves as the reference has them."""
+
+
+@pytest.mark.parametrize("alternative", ALTERNATIVES, ids=lambda c: c.name)
+def test_a_correct_alternative_passes_every_row(reference_cells, alternative):
+    rows = [r for r in ALL_ROWS if r.unit in RUN_BY[alternative.unit]]
+    report = run_rows(learner_with(reference_cells, alternative), rows, seed=17)
+    assert {r.row_id: r.observation for r in report.results if not r.passed} == {}

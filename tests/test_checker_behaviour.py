@@ -167,3 +167,18 @@ def test_every_function_of_the_blank_release_is_the_release_stub_nbgrader_writes
     learner_functions = [v for v in namespace.values() if callable(v) and getattr(v, "__module__", "") == "learner"]
     assert len(learner_functions) >= 10 and all(is_release_stub(f) for f in learner_functions)
     assert not any(is_release_stub(f) for f in kernel_namespace(learner_implementation(REPO / "source")).values())
+
+
+def test_scenario_files_live_in_ram_when_the_machine_has_a_ram_folder(reference_cells, tmp_path, monkeypatch):
+    import tempfile
+    from pathlib import Path
+
+    from lucy_runtime.checker import harness
+
+    monkeypatch.setattr(harness, "RAM_FOLDER", tmp_path)
+    with harness.Harness(SourceLearner(reference_cells)) as in_ram:
+        assert in_ram.workdir.parent == tmp_path
+    monkeypatch.setattr(harness, "RAM_FOLDER", tmp_path / "absent")
+    with harness.Harness(SourceLearner(reference_cells)) as on_disk:
+        assert on_disk.workdir.parent == Path(tempfile.gettempdir())
+    assert not in_ram.workdir.exists() and not on_disk.workdir.exists()

@@ -8,10 +8,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
-# Three pytest workers on two cores, one test module each at a time (modules share one nbgrader
-# course per module), the longest modules first (tests/conftest.py: LONGEST_FIRST). Measured on
-# 2026-12-01: 13.8 minutes with three workers against 15.1 with two.
-PYTEST_JOBS ?= -n 3 --dist loadfile --no-loadscope-reorder
+# Two pytest workers, one test module each at a time (modules share one nbgrader course per module),
+# the longest modules first (tests/conftest.py: LONGEST_FIRST). Three workers were tried on 2026-12-01:
+# fresh clones took 16.8 and 17.9 minutes against about 16 with two, because the verify, the
+# longest module, then gets less of the two cores.
+PYTEST_JOBS ?= -n 2 --dist loadfile --no-loadscope-reorder
+# make test-fast has no verify; its longest modules are the row checks, and there three workers
+# were faster: 2 min 55 s and 3 min 27 s against 3 min 47 s with two (2026-12-01).
+FAST_JOBS ?= -n 3 --dist loadfile --no-loadscope-reorder
 POSTGRES := $(VENV)/.postgres
 # mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
 MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
@@ -83,7 +87,7 @@ test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES) bytecode
 	$(BIN)/python -m pytest $(PYTEST_JOBS) --durations=25
 
 test-fast: $(STAMP) $(MERMAID) bytecode
-	$(BIN)/python -m pytest $(PYTEST_JOBS) -m "not nbgrader and not slow and not browser"
+	$(BIN)/python -m pytest $(FAST_JOBS) -m "not nbgrader and not slow and not browser"
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

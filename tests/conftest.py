@@ -40,13 +40,13 @@ def store(tmp_path: Path) -> Store:
 
 
 # Longest first. With `--dist loadfile` each module runs whole on one worker, and a long
-# module that starts last leaves the other workers idle at the end. These modules took the
-# longest in a `--durations` run with three workers (2026-12-01); pytest-xdist's own reordering
-# counts tests, not seconds, so the Makefile turns it off (--no-loadscope-reorder) and this order holds.
+# module that starts last leaves the other worker idle at the end. These modules took the
+# longest in a `--durations` run (2026-12-01); pytest-xdist's own reordering counts tests,
+# not seconds, so the Makefile turns it off (--no-loadscope-reorder) and this order holds.
 LONGEST_FIRST = ("test_grader_nbgrader", "test_readme_educator", "test_alternatives", "test_parallel_autograde",
-                 "test_grading_isolation", "test_failed_release_changes_nothing", "test_checkpoint",
-                 "test_grader_self_checks", "test_browser", "test_book_site", "test_educator_cycle", "test_rows",
-                 "test_crash_injection", "test_code_health", "test_cli", "test_notebook_execution", "test_mutation")
+                 "test_grader_self_checks", "test_checkpoint", "test_grading_isolation", "test_book_site",
+                 "test_failed_release_changes_nothing", "test_browser", "test_rows", "test_cli", "test_crash_injection",
+                 "test_notebook_execution", "test_educator_cycle", "test_code_health", "test_mutation")
 
 
 def pytest_collection_modifyitems(items):

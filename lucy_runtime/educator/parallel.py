@@ -219,12 +219,13 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
 
     root = Path(root).resolve()
     db_url = course_db_url(root)  # a folder that is no course is refused before anything else
-    students = submitted_students(root, assignment) if students is None else sorted(set(students))
+    submitted = submitted_students(root, assignment)
+    students = submitted if students is None else sorted(set(students))
     if not students:
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
         raise InvalidField("jobs", "must be at least 1")
-    unnameable = [s for s in submitted_students(root, assignment) if UNNAMEABLE & set(s)]
+    unnameable = [s for s in submitted if UNNAMEABLE & set(s)]
     if unnameable:
         raise InvalidField("student", f"{', '.join(map(repr, unnameable))} cannot be named on nbgrader's command "
                                       f"line (no {' '.join(sorted(UNNAMEABLE))} in a student id): rename the "

@@ -64,17 +64,17 @@ class StockBriefProcedure:
 
     def facts(self, plan: BriefPlan) -> BriefFacts:
         window = self._prices.window(plan.ticker, plan.days)
-        closes = window["close"]
-        first, last = float(closes.iloc[0]), float(closes.iloc[-1])
+        closes = window.values
+        first, last = closes[0], closes[-1]
         return BriefFacts(
             ticker=plan.ticker,
             days=len(window),
-            as_of=window["date"].iloc[-1].date().isoformat(),
+            as_of=window.closes[-1].date.isoformat(),
             first_close=first,
             last_close=last,
             change_pct=round((last - first) / first * 100, 2),
-            high=float(closes.max()),
-            low=float(closes.min()),
+            high=max(closes),
+            low=min(closes),
         )
 
     def prompt(self, facts: BriefFacts, context: tuple[Turn, ...] = ()) -> str:

@@ -30,9 +30,9 @@ def import_lines(notebook) -> list[str]:
     return lines
 
 
-def loaded_after(code: str) -> list[str]:
+def loaded_after(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     probe = code + "\nimport sys, json\nprint(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-    probe += f"{HEAVY!r})))\n"
+    probe += f"{heavy!r})))\n"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
@@ -51,3 +51,15 @@ def test_a_learners_kernel_imports_none_of_the_slow_packages(notebook):
 def test_the_probe_sees_a_slow_package_when_one_is_imported():
     assert "nbformat" in loaded_after("from lucy_runtime.notebook import read\nread(" +
                                       repr(str(REPO / "source" / "ch07_unit_a" / "ch07_unit_a.ipynb")) + ")")
+
+
+def test_the_checker_process_that_forks_every_child_never_loads_pandas():
+    """Each row forks a child per step, and a fork costs in proportion to the parent's memory:
+    pandas alone would double the checker's (the price table is read with the csv module)."""
+    code = ("from lucy_runtime.checker import Harness, SourceLearner, run_rows\n"
+            "from lucy_runtime.checker.rows import ROWS\n"
+            "from lucy_runtime.notebook import learner_implementation\n"
+            f"cells = learner_implementation({str(REPO / 'source')!r})\n"
+            "report = run_rows(SourceLearner(cells), [ROWS['integrated-path']], seed=3)\n"
+            "assert report.results[0].passed, report.results[0].observation\n")
+    assert loaded_after(code, ("pandas", "numpy")) == []

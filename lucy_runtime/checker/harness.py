@@ -297,7 +297,7 @@ class Harness:
         self.schema = schema  # the learner function each scenario's first run calls with the store; None: none
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
-        # Load the price table once here, so forked children inherit it instead of importing pandas each.
+        # Read the price table once here, so forked children inherit it instead of reading it each.
         PriceBook().tickers
         self.crash_points = 0  # crash points tried so far in this grading run
         self._own_dir = workdir is None

@@ -1,4 +1,7 @@
 """A learner's view: the released notebooks, completed, run in JupyterLab in headless Chromium.
+Run All must end with no error in any cell and the evidence saved: the one run of each unit
+from top to bottom (``nbgrader validate`` on source/, in test_grader_self_checks.py, runs
+the hidden tests as well).
 
 Debian's chromium is used through Playwright's ``executable_path`` (Playwright cannot
 download a browser here). ``make test`` installs both; screenshots land in artifacts/.

@@ -17,6 +17,7 @@ PYTEST_JOBS ?= -n 2 --dist loadfile --no-loadscope-reorder
 # were faster: 2 min 55 s and 3 min 27 s against 3 min 47 s with two (2026-12-01).
 FAST_JOBS ?= -n 3 --dist loadfile --no-loadscope-reorder
 POSTGRES := $(VENV)/.postgres
+FAST_START := $(VENV)/.fast-start
 # mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
 MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
 
@@ -72,11 +73,17 @@ $(MERMAID): $(STAMP)
 	  else echo "The book's diagrams need npm: sudo apt-get install -y nodejs npm"; exit 1; fi; }
 	npm install --prefix $(VENV)/node --no-audit --no-fund --silent mermaid@11.12.1
 
+# Every Jupyter command in .venv starts without the IRI grammar jsonschema would build
+# (1.6 s or more: lucy_runtime/nbgrader_main.py), the README's plain `nbgrader` included.
+$(FAST_START): $(STAMP) lucy_runtime/nbgrader_main.py
+	$(BIN)/python -c 'from lucy_runtime.nbgrader_main import write_startup_file; write_startup_file()'
+	touch $(FAST_START)
+
 # Bytecode for this package, written before a run. pip writes it for what it installs, but
 # lucy_runtime is installed in place; where PYTHONDONTWRITEBYTECODE is set (CI machines often
 # set it), every kernel, sandbox and nbgrader process would compile it again (0.16 s each).
 # compileall writes only what changed since the last time.
-bytecode: $(STAMP)
+bytecode: $(STAMP) $(FAST_START)
 	@$(BIN)/python -m compileall -q lucy_runtime >/dev/null
 
 demo: $(STAMP) $(SANDBOX) bytecode
@@ -89,11 +96,11 @@ test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES) bytecode
 test-fast: $(STAMP) $(MERMAID) bytecode
 	$(BIN)/python -m pytest $(FAST_JOBS) -m "not nbgrader and not slow and not browser"
 
-lab: $(STAMP)
+lab: $(STAMP) $(FAST_START)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # The course folder is the server's root: formgrader reads nbgrader_config.py and gradebook.db here.
-formgrader: $(STAMP)
+formgrader: $(STAMP) $(FAST_START)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. \
 	  --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

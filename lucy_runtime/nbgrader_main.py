@@ -13,14 +13,33 @@ and nothing else changes. ``tests/test_course_streaming.py`` holds both halves. 
 from __future__ import annotations
 
 import sys
+import sysconfig
+from pathlib import Path
 
 NOT_NEEDED = ("rfc3987_syntax",)
+STARTUP_FILE = "lucy_leave_out_unused_imports.pth"
+"""Written into the course's virtualenv by ``make``: the same block in every one of its
+interpreters, so the plain ``nbgrader`` and ``jupyter lab`` the README gives educators start
+as fast as the course's own commands."""
 
 
 def leave_out_unused_imports() -> None:
     """Make ``import`` of each module in NOT_NEEDED fail in this process (call it before nbformat loads)."""
     for name in NOT_NEEDED:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None here makes `import name` fail
+
+
+def startup_line() -> str:
+    """A ``.pth`` line (site runs lines that start with ``import``) doing what leave_out_unused_imports does."""
+    return f"import sys; [sys.modules.setdefault(name, None) for name in {NOT_NEEDED!r}]\n"
+
+
+def write_startup_file(site_packages: Path | None = None) -> Path:
+    """Put STARTUP_FILE in ``site_packages`` (this interpreter's by default); returns its path."""
+    folder = Path(site_packages or sysconfig.get_paths()["purelib"])
+    path = folder / STARTUP_FILE
+    path.write_text(startup_line(), encoding="utf-8")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,3 +90,33 @@ def test_no_notebook_schema_asks_for_the_format_grading_leaves_out():
     assert schemas
     formats = {f for path in schemas for f in _string_formats(json.loads(path.read_text(encoding="utf-8")))}
     assert not {"iri", "iri-reference"} & formats, formats
+
+
+def test_every_interpreter_of_the_course_virtualenv_starts_without_the_iri_grammar(tmp_path):
+    """``make`` writes a startup file into .venv, so the README's plain ``nbgrader`` and
+    ``jupyter lab`` skip the grammar too; the line it writes works in a fresh interpreter."""
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    from lucy_runtime.nbgrader_main import STARTUP_FILE, startup_line, write_startup_file
+
+    installed = Path(sysconfig.get_paths()["purelib"]) / STARTUP_FILE
+    assert installed.exists() and installed.read_text() == startup_line(), "make writes it: run `make test`"
+    probe = "import sys, jsonschema\nprint(sys.modules.get('rfc3987_syntax') is None, 'iri' in jsonschema.FormatChecker.checkers)"
+    venv = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert venv.stdout.split() == ["True", "False"], venv.stdout + venv.stderr
+
+    written = write_startup_file(tmp_path)
+    # -S: no site-packages, so only the file written here can block the import.
+    fresh = subprocess.run([sys.executable, "-S", "-c", f"import site; site.addsitedir({str(tmp_path)!r})\n" + probe],
+                           capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(Path(jsonschema_home()))})
+    assert written.name == STARTUP_FILE and fresh.stdout.split() == ["True", "False"], fresh.stdout + fresh.stderr
+
+
+def jsonschema_home() -> str:
+    """The folder jsonschema and its dependencies are installed in."""
+    import jsonschema
+    from pathlib import Path
+
+    return str(Path(jsonschema.__file__).parent.parent)

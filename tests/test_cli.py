@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,9 +17,9 @@ from lucy_runtime.cells import nbgrader_meta
 from .conftest import REPO
 
 
-def lucy(*args, cwd=REPO) -> subprocess.CompletedProcess:
+def lucy(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=env)
 
 
 def test_rows_lists_every_row_with_the_line_it_covers():
@@ -108,8 +109,12 @@ def test_book_without_mermaid_says_what_is_missing_and_fails(tmp_path):
 
 
 def test_mutation_score_reports_the_share_killed_and_the_survivors_as_diffs(tmp_path):
-    done = lucy("mutation-score", "--only", "requeue", "--rows", "generation", "--json", str(tmp_path / "m.json"))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = lucy("mutation-score", "--only", "requeue", "--rows", "generation", "--json", str(tmp_path / "m.json"),
+                env={**os.environ, "TMPDIR": str(scratch)})
     assert done.returncode == 0, done.stdout + done.stderr
+    assert not list(scratch.glob("lucy-mutation-*")), "the mutants' scratch folder outlived the run"
     data = json.loads((tmp_path / "m.json").read_text())
     assert data["killed"] + data["survived"] == len(data["all"]) > 0
     assert f"{data['killed']} of {data['killed'] + data['survived']} mutants killed" in done.stdout

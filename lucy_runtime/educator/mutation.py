@@ -261,12 +261,22 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
         raise KeyError(f"no learner cell named {', '.join(unknown)}; cells are: {', '.join(names)}")
     chosen = [name for name in names if (not only or any(_names(name, wanted) for wanted in only))
               and name.split(":")[1] not in NOT_MUTATED]
-    root = Path(workdir or tempfile.mkdtemp(prefix="lucy-mutation-"))
+    if not chosen:
+        raise KeyError(f"nothing to mutate: {', '.join(only)} holds no logic ({', '.join(NOT_MUTATED)} are left as they are)")
+    if workdir is not None:
+        return _score(cells, chosen, Path(workdir), workers=workers, seed=seed, rows=rows, timeout=timeout,
+                      progress=progress, started=started)
+    with tempfile.TemporaryDirectory(prefix="lucy-mutation-") as scratch:  # everything it keeps is in the report
+        return _score(cells, chosen, Path(scratch), workers=workers, seed=seed, rows=rows, timeout=timeout,
+                      progress=progress, started=started)
+
+
+def _score(cells: list[tuple[str, str]], chosen: list[str], root: Path, *, workers: int, seed: int, rows: str,
+           timeout: float, progress: Progress | None, started: float) -> MutationReport:
+    names = [name for name, _ in cells]
     first = root / "shard-0"
     paths = write_cells(cells, first / CELLS)
     mutated = [path for path, name in zip(paths, names) if name in chosen]
-    if not mutated:
-        raise KeyError(f"nothing to mutate: {', '.join(only)} holds no logic ({', '.join(NOT_MUTATED)} are left as they are)")
 
     passed, line = check_cells(first / CELLS, seed=seed, rows=rows)
     if not passed:

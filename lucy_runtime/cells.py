@@ -91,6 +91,11 @@ def strip_markers(source: str) -> str:
 
 
 def compile_cell(source: str, filename: str) -> CodeType:
-    """Compile a cell's text so that tracebacks from it show its lines (raises SyntaxError)."""
+    """Compile a cell's text so that tracebacks from it show its lines (raises SyntaxError).
+
+    ``dont_inherit``: the cell gets only the ``__future__`` imports it makes itself, as in a
+    kernel, never this module's (with postponed annotations a learner's dataclass would look
+    its module up by name).
+    """
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
+    return compile(source, filename, "exec", dont_inherit=True)

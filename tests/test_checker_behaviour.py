@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
 
 from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
+from lucy_runtime.checker.harness import LEARNER_MODULE
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
 from lucy_runtime.educator.cases import Edit, by_name
@@ -39,6 +41,19 @@ def test_an_exception_in_learner_code_names_its_type_and_the_learners_line(refer
     assert "KeyError: 'work_id'" in result.observation
     assert "return row['work_id']" in result.observation
     assert "Traceback" not in result.observation and "lucy_runtime" not in result.observation
+
+
+def test_learner_cells_run_as_in_a_kernel_with_only_their_own_future_imports():
+    plain = "from dataclasses import dataclass\n\n\n@dataclass\nclass Plain:\n    n: int\n"
+    postponed = "from __future__ import annotations\n\n" + plain.replace("Plain", "Later")
+    try:
+        ns = SourceLearner([("ch07_unit_a:plain", plain), ("ch07_unit_a:later", postponed)]).namespace()
+        # The runtime's own postponed annotations do not leak into a cell; a cell's own still work,
+        # because its dataclass finds the module it runs in.
+        assert ns["Plain"].__annotations__ == {"n": int}
+        assert ns["Later"].__annotations__ == {"n": "int"} and ns["Later"](1).n == 1
+    finally:
+        sys.modules.pop(LEARNER_MODULE, None)
 
 
 def test_a_syntax_error_is_reported_as_such(reference_cells):

@@ -10,7 +10,9 @@ import os
 import random
 import shutil
 import string
+import sys
 import tempfile
+import types
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -63,6 +65,10 @@ class _Absent:
         return _Absent()
 
 
+LEARNER_MODULE = "learner"
+"""The module name learner cells run under outside a kernel."""
+
+
 class SourceLearner:
     """Learner cells extracted from a notebook, executed afresh in each child."""
 
@@ -76,8 +82,13 @@ class SourceLearner:
                 self._compiled.append((None, error))
 
     def namespace(self) -> dict:
+        # The cells run in a module that sys.modules knows, as a kernel's __main__ is: a learner's
+        # dataclass, pickle or typing.get_type_hints looks its module up there by name.
+        module = types.ModuleType(LEARNER_MODULE)
+        sys.modules[LEARNER_MODULE] = module
+        ns: dict[str, Any] = module.__dict__
         # A cell that displays a table or touches get_ipython() must not fail outside a kernel.
-        ns: dict[str, Any] = {"__name__": "learner", "display": _ignore, "get_ipython": _Absent}
+        ns.update({"display": _ignore, "get_ipython": _Absent})
         for code, error in self._compiled:
             if error is not None:
                 raise error

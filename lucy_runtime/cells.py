@@ -10,7 +10,10 @@ flags exactly as ``nbgrader.utils`` does, without importing nbgrader.
 
 from __future__ import annotations
 
+import __future__
+import functools
 import linecache
+import operator
 from types import CodeType
 from typing import Any
 
@@ -90,12 +93,16 @@ def strip_markers(source: str) -> str:
     return "\n".join(line for line in source.splitlines() if BEGIN_SOLUTION not in line and END_SOLUTION not in line)
 
 
-def compile_cell(source: str, filename: str) -> CodeType:
+FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
+
+
+def compile_cell(source: str, filename: str, future: int = 0) -> CodeType:
     """Compile a cell's text so that tracebacks from it show its lines (raises SyntaxError).
 
-    ``dont_inherit``: the cell gets only the ``__future__`` imports it makes itself, as in a
-    kernel, never this module's (with postponed annotations a learner's dataclass would look
-    its module up by name).
+    The cell gets the ``__future__`` imports of earlier cells (``future``, as IPython carries
+    them from cell to cell) and its own, never this module's: with postponed annotations
+    a learner's dataclass would look its module up by name. ``code.co_flags & FUTURE_FLAGS``
+    is what the next cell inherits.
     """
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec", dont_inherit=True)
+    return compile(source, filename, "exec", flags=future, dont_inherit=True)

@@ -47,11 +47,14 @@ def test_learner_cells_run_as_in_a_kernel_with_only_their_own_future_imports():
     plain = "from dataclasses import dataclass\n\n\n@dataclass\nclass Plain:\n    n: int\n"
     postponed = "from __future__ import annotations\n\n" + plain.replace("Plain", "Later")
     try:
-        ns = SourceLearner([("ch07_unit_a:plain", plain), ("ch07_unit_a:later", postponed)]).namespace()
+        after = "def ahead() -> NotYetDefined:\n    return None\n"
+        ns = SourceLearner([("ch07_unit_a:plain", plain), ("ch07_unit_a:later", postponed),
+                            ("ch07_unit_a:after", after)]).namespace()
         # The runtime's own postponed annotations do not leak into a cell; a cell's own still work,
-        # because its dataclass finds the module it runs in.
+        # because its dataclass finds the module it runs in, and later cells keep them, as in IPython.
         assert ns["Plain"].__annotations__ == {"n": int}
         assert ns["Later"].__annotations__ == {"n": "int"} and ns["Later"](1).n == 1
+        assert ns["ahead"].__annotations__ == {"return": "NotYetDefined"}
     finally:
         sys.modules.pop(LEARNER_MODULE, None)
 

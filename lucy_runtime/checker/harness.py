@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from ..cells import compile_cell
+from ..cells import FUTURE_FLAGS, compile_cell
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
@@ -75,9 +75,12 @@ class SourceLearner:
     def __init__(self, cells: list[tuple[str, str]]):
         self.cells = list(cells)
         self._compiled: list[tuple[Any, BaseException | None]] = []
+        future = 0
         for name, source in self.cells:  # compile once here; every child only executes
             try:
-                self._compiled.append((compile_cell(source, f"<cell {name}>"), None))
+                code = compile_cell(source, f"<cell {name}>", future)
+                future |= code.co_flags & FUTURE_FLAGS
+                self._compiled.append((code, None))
             except SyntaxError as error:
                 self._compiled.append((None, error))
 

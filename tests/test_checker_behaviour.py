@@ -11,7 +11,7 @@ from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_
 from lucy_runtime.checker.harness import LEARNER_MODULE
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
-from lucy_runtime.educator.cases import Edit, by_name
+from lucy_runtime.educator.cases import Case, Edit, by_name
 
 from .conftest import learner_with
 
@@ -92,6 +92,19 @@ def test_a_return_value_of_the_wrong_type_is_named(reference_cells):
     cells = edited(reference_cells, "admit", "return 'accepted'")
     result = run_one(cells, "duplicate-identical")
     assert "it should return an Admission" in result.observation
+
+
+def test_a_generation_in_a_text_column_is_read_as_its_number_and_a_name_is_not(reference_cells):
+    text_columns = (Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);", "    generation TEXT NOT NULL DEFAULT '1'\n);"),
+                    Edit("schema", "    generation INTEGER NOT NULL,\n", "    generation TEXT NOT NULL,\n"))
+    rows = [ROWS["report-identity"], ROWS["second-generation"]]
+    stored_as_text = Case("generation-text", "ch07_unit_a", text_columns, "", (), "")
+    assert [r.passed for r in run_rows(learner_with(reference_cells, stored_as_text), rows, seed=5).results] == [True, True]
+    named = Edit("finish", "(report.report_id, report.work_id, report.generation,",
+                 "(report.report_id, report.work_id, f\"g{report.generation}\",")
+    stored_as_name = Case("generation-named", "ch07_unit_a", text_columns + (named,), "", (), "")
+    result = run_rows(learner_with(reference_cells, stored_as_name), rows[:1], seed=5).results[0]
+    assert not result.passed and "not a whole number" in result.observation
 
 
 def test_tampering_inside_learner_cells_does_not_change_the_verdict(reference_cells):

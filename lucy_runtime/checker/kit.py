@@ -145,6 +145,19 @@ def same_id(a: Any, b: Any) -> bool:
     return a == b or str(a) == str(b)
 
 
+def whole_number(value: Any) -> int | None:
+    """A stored count or generation as a whole number, whatever column type holds it ('2', 2.0, 2), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdecimal():
+        return int(value)
+    return None
+
+
 def admit_and_claim(c: Ctx, source: str, session: str, text: str, worker: str) -> dict:
     q = c.queue()
     admission = c.admit(q, source, session, text)

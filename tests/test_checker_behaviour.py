@@ -5,15 +5,18 @@ from __future__ import annotations
 import sys
 import time
 
+import nbformat
 import pytest
 
 from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
 from lucy_runtime.checker.harness import LEARNER_MODULE
 from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.cells import grade_id, is_definitions
+from lucy_runtime.notebook import learner_implementation, read
 from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
 from lucy_runtime.educator.cases import Case, Edit, by_name
 
-from .conftest import learner_with
+from .conftest import REPO, learner_with
 
 
 def edited(cells, grade_id: str, new_body: str):
@@ -57,6 +60,30 @@ def test_learner_cells_run_as_in_a_kernel_with_only_their_own_future_imports():
         assert ns["ahead"].__annotations__ == {"return": "NotYetDefined"}
     finally:
         sys.modules.pop(LEARNER_MODULE, None)
+
+
+def test_a_helper_and_an_import_in_a_cell_the_learner_added_are_there_when_graded(tmp_path):
+    nb = read(REPO / "source" / "ch07_unit_a" / "ch07_unit_a.ipynb")
+    at = next(i for i, cell in enumerate(nb.cells) if grade_id(cell) == "admit")
+    nb.cells.insert(at, nbformat.v4.new_code_cell(
+        "import uuid\n"
+        "scratch = Store(workspace / 'scratch.sqlite3')  # an experiment: not run when graded\n"
+        "PLACE = workspace / 'elsewhere'  # a name only the experiments make: passed over\n\n\n"
+        "def new_source(source_id):\n    return source_id + uuid.uuid4().hex[:0]  # the import is used, the id unchanged"))
+    nb.cells[at + 1].source = nb.cells[at + 1].source.replace(
+        '(source_id,)\n        ).fetchone()', '(new_source(source_id),)\n        ).fetchone()').replace(
+        '"INSERT INTO work (source_id, session_id, text) VALUES (?, ?, ?)", (source_id,',
+        '"INSERT INTO work (source_id, session_id, text) VALUES (?, ?, ?)", (new_source(source_id),')
+    assert nb.cells[at + 1].source.count("new_source(") == 2
+    nbformat.write(nb, str(tmp_path / "ch07_unit_a.ipynb"))
+    cells = learner_implementation(tmp_path)
+    try:
+        ns = SourceLearner(cells).namespace()
+        assert "new_source" in ns and "scratch" not in ns
+    finally:
+        sys.modules.pop(LEARNER_MODULE, None)
+    report = run_rows(SourceLearner(cells), [ROWS["duplicate-identical"], ROWS["duplicate-conflict"]], seed=3)
+    assert [r.observation for r in report.results if not r.passed] == []
 
 
 def test_a_syntax_error_is_reported_as_such(reference_cells):
@@ -189,12 +216,9 @@ def test_a_deliberate_not_implemented_error_is_the_learners_error_not_an_unwritt
 
 
 def test_every_function_of_the_blank_release_is_the_release_stub_nbgrader_writes():
-    from lucy_runtime.notebook import learner_implementation
-
-    from .conftest import REPO
-
     assert f'raise NotImplementedError(\\"{STUB_MESSAGE}\\")' in (REPO / "nbgrader_config.py").read_text()
-    namespace = SourceLearner(learner_implementation(REPO / "release")).namespace()
+    owned = [(name, text) for name, text in learner_implementation(REPO / "release") if not is_definitions(name)]
+    namespace = SourceLearner(owned).namespace()
     learner_functions = [v for v in namespace.values() if callable(v) and getattr(v, "__module__", "") == "learner"]
     assert len(learner_functions) >= 10 and all(is_release_stub(f) for f in learner_functions)
     assert not any(is_release_stub(f) for f in kernel_namespace(learner_implementation(REPO / "source")).values())

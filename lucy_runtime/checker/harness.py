@@ -14,9 +14,10 @@ import sys
 import tempfile
 import types
 from pathlib import Path
+from types import CodeType
 from typing import Any, Callable, Protocol
 
-from ..cells import FUTURE_FLAGS, compile_cell
+from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
@@ -70,19 +71,28 @@ LEARNER_MODULE = "learner"
 
 
 class SourceLearner:
-    """Learner cells extracted from a notebook, executed afresh in each child."""
+    """Learner cells extracted from a notebook, executed afresh in each child.
+
+    A cell named ``unit:definitions-N`` holds what ``cells.definitions`` kept of a cell
+    without nbgrader metadata; its statements run one by one, and one that fails (a name
+    only an experiment made) is passed over, as an error in such a cell is in the kernel.
+    """
 
     def __init__(self, cells: list[tuple[str, str]]):
         self.cells = list(cells)
-        self._compiled: list[tuple[Any, BaseException | None]] = []
+        self._compiled: list[tuple[list[CodeType], bool, BaseException | None]] = []
         future = 0
         for name, source in self.cells:  # compile once here; every child only executes
+            optional = is_definitions(name)
             try:
-                code = compile_cell(source, f"<cell {name}>", future)
-                future |= code.co_flags & FUTURE_FLAGS
-                self._compiled.append((code, None))
+                codes = (compile_definitions(source, f"<cell {name}>", future) if optional
+                         else [compile_cell(source, f"<cell {name}>", future)])
             except SyntaxError as error:
-                self._compiled.append((None, error))
+                self._compiled.append(([], optional, None if optional else error))
+                continue
+            for code in codes:
+                future |= code.co_flags & FUTURE_FLAGS
+            self._compiled.append((codes, optional, None))
 
     def namespace(self) -> dict:
         # The cells run in a module that sys.modules knows, as a kernel's __main__ is: a learner's
@@ -92,10 +102,17 @@ class SourceLearner:
         ns: dict[str, Any] = module.__dict__
         # A cell that displays a table or touches get_ipython() must not fail outside a kernel.
         ns.update({"display": _ignore, "get_ipython": _Absent})
-        for code, error in self._compiled:
+        for codes, optional, error in self._compiled:
             if error is not None:
                 raise error
-            exec(code, ns)
+            for code in codes:
+                if not optional:
+                    exec(code, ns)
+                    continue
+                try:
+                    exec(code, ns)
+                except Exception:  # noqa: BLE001 - the kernel, too, goes on past a failing experiment cell
+                    pass
         return ns
 
 

@@ -353,7 +353,7 @@ ALTERNATIVES: tuple[Case, ...] = (
         Edit("finish", "def finish(queue, assignment, result):\n", _FINISH_HELPERS),
     ), "finish's cell has postponed annotations, a frozen dataclass and a helper of its own, and works inside an "
        "explicit SAVEPOINT it rolls back to before raising FenceError.", (), ""),
-    Case("schedule-table", "ch07_unit_a", (
+    Case("schedule-table", "ch07_unit_b", (
         Edit("schema", "    UNIQUE (work_id, generation)\n);\n", _SCHEDULE_TABLE),
         Edit("finish", _REPORT_INSERTED, _REPORT_INSERTED +
              "        tx.execute(\"INSERT INTO schedule (report_id) VALUES (?)\", (report.report_id,))\n"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .cells import compile_cell
+from .cells import compile_cell, compile_definitions, is_definitions
 from .errors import UnitANotFound
 from .notebook import learner_cells
 
@@ -43,12 +43,23 @@ def unit_a_cells(folder: str | os.PathLike | None = None) -> list[tuple[str, str
 
 
 def load_unit_a(namespace: dict, folder: str | os.PathLike | None = None) -> list[str]:
-    """Run the learner cells of Unit A in ``namespace``; return the names they defined."""
-    before = set(namespace)
+    """Run the learner cells of Unit A (with the definitions of its other cells) in ``namespace``;
+    return the names the learner-owned cells defined."""
     path = find_unit_a(folder)
+    new: set[str] = set()
     for cell in learner_cells(path):
-        exec(compile_cell(cell.source, f"<{cell.unit}:{cell.grade_id}>"), namespace)
-    defined = sorted(n for n in set(namespace) - before if not n.startswith("_") and callable(namespace[n]))
+        name = f"<{cell.unit}:{cell.grade_id}>"
+        if is_definitions(cell.grade_id):  # a helper of the learner's own cells; an experiment's name may fail
+            for code in compile_definitions(cell.source, name):
+                try:
+                    exec(code, namespace)
+                except Exception:  # noqa: BLE001 - as the kernel went on past it in Unit A
+                    pass
+            continue
+        before = set(namespace)
+        exec(compile_cell(cell.source, name), namespace)
+        new |= set(namespace) - before
+    defined = sorted(n for n in new if not n.startswith("_") and callable(namespace[n]))
     print(f"Loaded your Unit A from {shown(path, folder or os.getcwd())}: {', '.join(defined) or '(nothing new)'}")
     return defined
 

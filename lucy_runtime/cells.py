@@ -10,7 +10,11 @@ flags exactly as ``nbgrader.utils`` does, without importing nbgrader.
 
 from __future__ import annotations
 
+import __future__
+import ast
+import functools
 import linecache
+import operator
 from types import CodeType
 from typing import Any
 
@@ -90,7 +94,80 @@ def strip_markers(source: str) -> str:
     return "\n".join(line for line in source.splitlines() if BEGIN_SOLUTION not in line and END_SOLUTION not in line)
 
 
-def compile_cell(source: str, filename: str) -> CodeType:
-    """Compile a cell's text so that tracebacks from it show its lines (raises SyntaxError)."""
+FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names))
+
+
+def compile_cell(source: str, filename: str, future: int = 0) -> CodeType:
+    """Compile a cell's text so that tracebacks from it show its lines (raises SyntaxError).
+
+    The cell gets the ``__future__`` imports of earlier cells (``future``, as IPython carries
+    them from cell to cell) and its own, never this module's: with postponed annotations
+    a learner's dataclass would look its module up by name. ``code.co_flags & FUTURE_FLAGS``
+    is what the next cell inherits.
+    """
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
+    return compile(source, filename, "exec", flags=future, dont_inherit=True)
+
+
+DEFINITIONS = "definitions-"
+"""The grade id given to the definitions taken from a cell without nbgrader metadata (``definitions-7``)."""
+
+_DEFINING = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_ACTING = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+
+
+def _defines(node: ast.stmt) -> bool:
+    if isinstance(node, _DEFINING):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        return not any(isinstance(part, _ACTING) for part in ast.walk(node.value))
+    return False
+
+
+def definitions(source: str) -> str:
+    """A cell's top-level imports, functions, classes and assignments that call nothing, on their own lines.
+
+    A learner may keep a helper or an import in a cell of their own; the kernel has it, so the
+    grader must too. Everything else in such a cell (an experiment, a call) becomes a blank
+    line, so the kept lines keep their numbers. Empty when the cell is not plain Python
+    (a magic) or defines nothing.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    lines = source.splitlines()
+    keep = [False] * len(lines)
+    dropped = set()
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        span = range(first - 1, node.end_lineno)
+        if _defines(node):
+            for i in span:
+                keep[i] = True
+        else:
+            dropped.update(span)
+    if not any(keep):
+        return ""
+    # Two statements on one line (a; b) keep the line only when both define.
+    return "\n".join(line if keep[i] and i not in dropped else "" for i, line in enumerate(lines)) + "\n"
+
+
+def is_definitions(name: str) -> bool:
+    """True for a cell name (``unit:grade_id``) that holds definitions taken from a cell without metadata."""
+    return name.rsplit(":", 1)[-1].startswith(DEFINITIONS)
+
+
+def compile_definitions(source: str, filename: str, future: int = 0) -> list[CodeType]:
+    """Each top-level statement of ``definitions(...)`` compiled on its own, so one that fails leaves the rest."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    codes = []
+    for node in ast.parse(source).body:
+        codes.append(compile(ast.Module([node], []), filename, "exec", flags=future, dont_inherit=True))
+        future |= codes[-1].co_flags & FUTURE_FLAGS
+    return codes
+
+
+def is_unmarked_code(cell: Any) -> bool:
+    """A code cell nbgrader knows nothing of: the notebook's experiments, or a cell the learner added."""
+    return cell.cell_type == "code" and "nbgrader" not in cell.get("metadata", {})

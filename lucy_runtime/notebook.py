@@ -2,7 +2,8 @@
 
 A *learner-owned* cell is an nbgrader autograded-answer cell: a code cell with
 ``solution: true`` and ``grade: false``. Together with the locked ``imports`` cell
-(the names they use) they are the learner's implementation. In ``source/`` those
+(the names they use) and the definitions in cells without nbgrader metadata (a helper
+the learner keeps in a cell of their own) they are the learner's implementation. In ``source/`` those
 cells hold the reference solution between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION``; nothing else in the repository holds it.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cells import grade_id, is_learner_cell
+from .cells import DEFINITIONS, definitions, grade_id, is_learner_cell, is_unmarked_code
 from .units import UNIT_NOTEBOOKS, UNITS  # noqa: F401 - re-exported: callers ask this module for the units
 
 
@@ -59,9 +60,21 @@ def plain_cells(path: str | Path) -> list:
 
 
 def learner_cells(path: str | Path) -> list[LearnerCell]:
-    """The imports cell and every learner-owned cell, in notebook order."""
-    unit = Path(path).stem
-    return [LearnerCell(unit, grade_id(cell), cell.source) for cell in plain_cells(path) if is_learner_cell(cell)]
+    """The code the rows run from one notebook (see ``graded_cells``)."""
+    return graded_cells(plain_cells(path), Path(path).stem)
+
+
+def graded_cells(cells: list, unit: str) -> list[LearnerCell]:
+    """The imports cell and every learner-owned cell, and the definitions of every cell without
+    nbgrader metadata (``definitions-N``: a helper or an import the learner keeps in a cell of
+    their own is in the kernel, so the rows have it too), in notebook order."""
+    found = []
+    for index, cell in enumerate(cells):
+        if is_learner_cell(cell):
+            found.append(LearnerCell(unit, grade_id(cell), cell.source))
+        elif is_unmarked_code(cell) and (kept := definitions(cell.source)):
+            found.append(LearnerCell(unit, f"{DEFINITIONS}{index}", kept))
+    return found
 
 
 def find_notebooks(folder: str | Path) -> list[Path]:

@@ -20,8 +20,9 @@ from traitlets import Float
 from .checker import SourceLearner
 from .checker.rows import ROWS
 from .carry import unit_a_cells
-from .cells import grade_id, is_learner_cell, row_of, test_cells
+from .cells import grade_id, row_of, test_cells
 from .errors import UnitANotFound
+from .notebook import graded_cells
 from .sandbox import run_sealed_rows
 
 
@@ -39,7 +40,7 @@ def notebook_learner(nb, unit: str, folder: str | None = None) -> SourceLearner:
             cells += unit_a_cells(folder)
         except UnitANotFound:
             pass  # every row then fails, saying which function is missing
-    cells += [(f"{unit}:{grade_id(cell)}", cell.source) for cell in nb.cells if is_learner_cell(cell)]
+    cells += [(f"{c.unit}:{c.grade_id}", c.source) for c in graded_cells(nb.cells, unit)]
     return SourceLearner(cells)
 
 

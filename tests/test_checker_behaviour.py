@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
+import nbformat
 import pytest
 
 from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
+from lucy_runtime.checker.harness import LEARNER_MODULE
 from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.cells import grade_id, is_definitions
+from lucy_runtime.notebook import learner_implementation, read
 from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
-from lucy_runtime.educator.cases import Edit, by_name
+from lucy_runtime.educator.cases import Case, Edit, by_name
 
-from .conftest import learner_with
+from .conftest import REPO, learner_with
 
 
 def edited(cells, grade_id: str, new_body: str):
@@ -39,6 +44,46 @@ def test_an_exception_in_learner_code_names_its_type_and_the_learners_line(refer
     assert "KeyError: 'work_id'" in result.observation
     assert "return row['work_id']" in result.observation
     assert "Traceback" not in result.observation and "lucy_runtime" not in result.observation
+
+
+def test_learner_cells_run_as_in_a_kernel_with_only_their_own_future_imports():
+    plain = "from dataclasses import dataclass\n\n\n@dataclass\nclass Plain:\n    n: int\n"
+    postponed = "from __future__ import annotations\n\n" + plain.replace("Plain", "Later")
+    try:
+        after = "def ahead() -> NotYetDefined:\n    return None\n"
+        ns = SourceLearner([("ch07_unit_a:plain", plain), ("ch07_unit_a:later", postponed),
+                            ("ch07_unit_a:after", after)]).namespace()
+        # The runtime's own postponed annotations do not leak into a cell; a cell's own still work,
+        # because its dataclass finds the module it runs in, and later cells keep them, as in IPython.
+        assert ns["Plain"].__annotations__ == {"n": int}
+        assert ns["Later"].__annotations__ == {"n": "int"} and ns["Later"](1).n == 1
+        assert ns["ahead"].__annotations__ == {"return": "NotYetDefined"}
+    finally:
+        sys.modules.pop(LEARNER_MODULE, None)
+
+
+def test_a_helper_and_an_import_in_a_cell_the_learner_added_are_there_when_graded(tmp_path):
+    nb = read(REPO / "source" / "ch07_unit_a" / "ch07_unit_a.ipynb")
+    at = next(i for i, cell in enumerate(nb.cells) if grade_id(cell) == "admit")
+    nb.cells.insert(at, nbformat.v4.new_code_cell(
+        "import uuid\n"
+        "scratch = Store(workspace / 'scratch.sqlite3')  # an experiment: not run when graded\n"
+        "PLACE = workspace / 'elsewhere'  # a name only the experiments make: passed over\n\n\n"
+        "def new_source(source_id):\n    return source_id + uuid.uuid4().hex[:0]  # the import is used, the id unchanged"))
+    nb.cells[at + 1].source = nb.cells[at + 1].source.replace(
+        '(source_id,)\n        ).fetchone()', '(new_source(source_id),)\n        ).fetchone()').replace(
+        '"INSERT INTO work (source_id, session_id, text) VALUES (?, ?, ?)", (source_id,',
+        '"INSERT INTO work (source_id, session_id, text) VALUES (?, ?, ?)", (new_source(source_id),')
+    assert nb.cells[at + 1].source.count("new_source(") == 2
+    nbformat.write(nb, str(tmp_path / "ch07_unit_a.ipynb"))
+    cells = learner_implementation(tmp_path)
+    try:
+        ns = SourceLearner(cells).namespace()
+        assert "new_source" in ns and "scratch" not in ns
+    finally:
+        sys.modules.pop(LEARNER_MODULE, None)
+    report = run_rows(SourceLearner(cells), [ROWS["duplicate-identical"], ROWS["duplicate-conflict"]], seed=3)
+    assert [r.observation for r in report.results if not r.passed] == []
 
 
 def test_a_syntax_error_is_reported_as_such(reference_cells):
@@ -74,6 +119,19 @@ def test_a_return_value_of_the_wrong_type_is_named(reference_cells):
     cells = edited(reference_cells, "admit", "return 'accepted'")
     result = run_one(cells, "duplicate-identical")
     assert "it should return an Admission" in result.observation
+
+
+def test_a_generation_in_a_text_column_is_read_as_its_number_and_a_name_is_not(reference_cells):
+    text_columns = (Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);", "    generation TEXT NOT NULL DEFAULT '1'\n);"),
+                    Edit("schema", "    generation INTEGER NOT NULL,\n", "    generation TEXT NOT NULL,\n"))
+    rows = [ROWS["report-identity"], ROWS["second-generation"]]
+    stored_as_text = Case("generation-text", "ch07_unit_a", text_columns, "", (), "")
+    assert [r.passed for r in run_rows(learner_with(reference_cells, stored_as_text), rows, seed=5).results] == [True, True]
+    named = Edit("finish", "(report.report_id, report.work_id, report.generation,",
+                 "(report.report_id, report.work_id, f\"g{report.generation}\",")
+    stored_as_name = Case("generation-named", "ch07_unit_a", text_columns + (named,), "", (), "")
+    result = run_rows(learner_with(reference_cells, stored_as_name), rows[:1], seed=5).results[0]
+    assert not result.passed and "not a whole number" in result.observation
 
 
 def test_tampering_inside_learner_cells_does_not_change_the_verdict(reference_cells):
@@ -158,12 +216,9 @@ def test_a_deliberate_not_implemented_error_is_the_learners_error_not_an_unwritt
 
 
 def test_every_function_of_the_blank_release_is_the_release_stub_nbgrader_writes():
-    from lucy_runtime.notebook import learner_implementation
-
-    from .conftest import REPO
-
     assert f'raise NotImplementedError(\\"{STUB_MESSAGE}\\")' in (REPO / "nbgrader_config.py").read_text()
-    namespace = SourceLearner(learner_implementation(REPO / "release")).namespace()
+    owned = [(name, text) for name, text in learner_implementation(REPO / "release") if not is_definitions(name)]
+    namespace = SourceLearner(owned).namespace()
     learner_functions = [v for v in namespace.values() if callable(v) and getattr(v, "__module__", "") == "learner"]
     assert len(learner_functions) >= 10 and all(is_release_stub(f) for f in learner_functions)
     assert not any(is_release_stub(f) for f in kernel_namespace(learner_implementation(REPO / "source")).values())

@@ -154,12 +154,14 @@ def test_a_tamper_case_scores_no_more_than_the_honest_case_beneath_it(reference_
 
 @pytest.mark.parametrize("name, row", [("sniff-the-injector", "finish-atomic"),
                                        ("private-connection-finish", "finish-atomic"),
+                                       ("private-report-after-commit", "finish-atomic"),
+                                       ("forged-commit-window", "finish-atomic"),
                                        ("private-look-claim", "claim-concurrent")])
 def test_each_trick_is_caught_by_the_row_it_tried_to_dodge(reference_cells, name, row):
     tamper = tamper_by_name(name)
     report = run_rows(learner_with(reference_cells, tamper.as_case(by_name(tamper.honest))), [ROWS[row]], seed=9)
     assert not report.results[0].passed, report.results[0].observation
-    if name == "private-connection-finish":
+    if name != "sniff-the-injector" and row == "finish-atomic":
         assert "queue.store" in report.results[0].observation + report.results[0].hint
 
 

@@ -277,6 +277,7 @@ class _Child:
     finished: bool = False
     db: str = ""
     version: int | None = None
+    commits: int | None = None  # SQLite's count of committed write transactions, when last read
     commit_open: bool = False  # a reported COMMIT was let through and its 'committed' has not come yet
     bypass: str = ""
     broken: str = ""
@@ -379,7 +380,8 @@ class Supervisor:
             before = list(child.points)
             child.points.append(point)
             return self._answer(child, point, before)
-        if verb == "stop":
+        if verb == "stop":  # a stop asked for inside a commit (a hook at 'committed') follows that commit
+            self._watch(child, allowed=child.commit_open)
             if child.plan.stop_allowed:
                 return self._kill(child)
             return self._broken(child, "a request to stop where the checker planned none")
@@ -404,16 +406,22 @@ class Supervisor:
             pass
 
     def _watch(self, child: _Child, *, allowed: bool) -> None:
-        """Read the file's data_version: a change is allowed only right after a reported COMMIT."""
+        """Read the file's data_version: a change is allowed only right after a reported COMMIT, and
+        then it is one transaction (a point reported by learner code itself opens no wider window)."""
         if not child.db or child.bypass or not child.plan.watch_writes:
             return
-        version = _data_version(child.db)
+        version, commits = _data_version(child.db), _commits(child.db)
         if version is None:
             return
+        last = child.points[-1].describe() if child.points else "the start of the call"
         if child.version is not None and version != child.version and not allowed:
-            last = child.points[-1].describe() if child.points else "the start of the call"
             child.bypass = (f"the database file changed after {last!r} without a COMMIT through queue.store")
+        elif allowed and None not in (commits, child.commits) and commits - child.commits > 1:
+            child.bypass = (f"the database file took {commits - child.commits} commits at {last!r}, where "
+                            "queue.store made one")
         child.version = version
+        if commits is not None:
+            child.commits = commits
 
     def _kill(self, child: _Child) -> None:
         try:
@@ -432,6 +440,8 @@ class Supervisor:
         self._end(child)
 
     def _end(self, child: _Child, *, timed_out: bool = False) -> None:
+        if not timed_out and not child.killed:  # a write after the last reported point is seen too
+            self._watch(child, allowed=child.commit_open)
         if timed_out:
             try:
                 os.kill(child.pid, signal.SIGKILL)
@@ -491,6 +501,28 @@ def _data_version(db: str) -> int | None:
         return conn.execute("PRAGMA data_version").fetchone()[0]
     except sqlite3.Error:
         return None
+
+
+def _commits(db: str) -> int | None:
+    """How many write transactions have been committed to ``db``, by any connection.
+
+    The WAL index (the ``-shm`` file) starts with a header that SQLite keeps twice, in the
+    machine's byte order; its third word counts committed transactions and survives
+    checkpoints. None while the header is missing or being rewritten.
+    """
+    try:
+        with open(db + "-shm", "rb") as fh:
+            header = fh.read(_WAL_INDEX_HEADER)
+    except OSError:
+        return None
+    if len(header) < _WAL_INDEX_HEADER:
+        return None
+    first, second = (struct.unpack_from("=I", header, at)[0] for at in (8, 8 + _WAL_INDEX_HEADER // 2))
+    return first if first == second else None
+
+
+_WAL_INDEX_HEADER = 96
+"""Two copies of SQLite's 48-byte WalIndexHdr: iVersion, unused, iChange, ..."""
 
 
 def _data_version_close(db: str) -> None:

@@ -10,11 +10,14 @@ import os
 import random
 import shutil
 import string
+import sys
 import tempfile
+import types
 from pathlib import Path
+from types import CodeType
 from typing import Any, Callable, Protocol
 
-from ..cells import compile_cell
+from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
@@ -63,25 +66,53 @@ class _Absent:
         return _Absent()
 
 
+LEARNER_MODULE = "learner"
+"""The module name learner cells run under outside a kernel."""
+
+
 class SourceLearner:
-    """Learner cells extracted from a notebook, executed afresh in each child."""
+    """Learner cells extracted from a notebook, executed afresh in each child.
+
+    A cell named ``unit:definitions-N`` holds what ``cells.definitions`` kept of a cell
+    without nbgrader metadata; its statements run one by one, and one that fails (a name
+    only an experiment made) is passed over, as an error in such a cell is in the kernel.
+    """
 
     def __init__(self, cells: list[tuple[str, str]]):
         self.cells = list(cells)
-        self._compiled: list[tuple[Any, BaseException | None]] = []
+        self._compiled: list[tuple[list[CodeType], bool, BaseException | None]] = []
+        future = 0
         for name, source in self.cells:  # compile once here; every child only executes
+            optional = is_definitions(name)
             try:
-                self._compiled.append((compile_cell(source, f"<cell {name}>"), None))
+                codes = (compile_definitions(source, f"<cell {name}>", future) if optional
+                         else [compile_cell(source, f"<cell {name}>", future)])
             except SyntaxError as error:
-                self._compiled.append((None, error))
+                self._compiled.append(([], optional, None if optional else error))
+                continue
+            for code in codes:
+                future |= code.co_flags & FUTURE_FLAGS
+            self._compiled.append((codes, optional, None))
 
     def namespace(self) -> dict:
+        # The cells run in a module that sys.modules knows, as a kernel's __main__ is: a learner's
+        # dataclass, pickle or typing.get_type_hints looks its module up there by name.
+        module = types.ModuleType(LEARNER_MODULE)
+        sys.modules[LEARNER_MODULE] = module
+        ns: dict[str, Any] = module.__dict__
         # A cell that displays a table or touches get_ipython() must not fail outside a kernel.
-        ns: dict[str, Any] = {"__name__": "learner", "display": _ignore, "get_ipython": _Absent}
-        for code, error in self._compiled:
+        ns.update({"display": _ignore, "get_ipython": _Absent})
+        for codes, optional, error in self._compiled:
             if error is not None:
                 raise error
-            exec(code, ns)
+            for code in codes:
+                if not optional:
+                    exec(code, ns)
+                    continue
+                try:
+                    exec(code, ns)
+                except Exception:  # noqa: BLE001 - the kernel, too, goes on past a failing experiment cell
+                    pass
         return ns
 
 

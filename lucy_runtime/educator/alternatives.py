@@ -174,6 +174,113 @@ with queue.store.transaction() as tx:
 ''' + _INSERT_REPORT + '''
 return report'''
 
+_TEXT_ID_SCHEMA = """with store.transaction() as tx:
+    tx.execute_script('''
+CREATE TABLE IF NOT EXISTS work (
+    work_id     TEXT PRIMARY KEY,
+    source_id   TEXT NOT NULL UNIQUE,
+    session_id  TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    state       TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running', 'done')),
+    worker_id   TEXT,
+    generation  INTEGER NOT NULL DEFAULT 1,
+    admitted_at REAL NOT NULL DEFAULT (julianday('now'))
+);
+CREATE TABLE IF NOT EXISTS report (
+    report_id  TEXT PRIMARY KEY,
+    work_id    TEXT NOT NULL REFERENCES work (work_id),
+    generation INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    delivery   TEXT NOT NULL DEFAULT 'pending',
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    due_at     REAL NOT NULL DEFAULT 0,
+    receipt    TEXT,
+    UNIQUE (work_id, generation)
+);
+''')"""
+
+_FINISH_HELPERS = '''from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HeldClaim:
+    work_id: object
+    worker_id: str
+    generation: int
+
+
+def insert_report(tx, report: Report) -> None:
+    """Store one report, pending delivery."""
+    tx.execute("INSERT INTO report (report_id, work_id, generation, session_id, body, delivery) "
+               "VALUES (:report_id, :work_id, :generation, :session_id, :body, 'pending')", vars(report))
+
+
+def finish(queue: Queue, assignment: Assignment, result: LoopResult) -> Report:
+'''
+
+_FINISH_IN_SAVEPOINT = '''held = HeldClaim(assignment.work_id, assignment.worker_id, assignment.generation)
+with queue.store.transaction() as tx:
+    tx.execute("SAVEPOINT finishing")
+    row = tx.execute("SELECT session_id FROM work WHERE work_id = ? AND state = 'running' AND worker_id = ? "
+                     "AND generation = ?", (held.work_id, held.worker_id, held.generation)).fetchone()
+    if row is None:
+        tx.execute("ROLLBACK TO finishing")
+        raise FenceError(f"{held} is not the current claim")
+    report = Report(f"r-{held.work_id}-{held.generation}", held.work_id, held.generation, row["session_id"],
+                    result.text)
+    insert_report(tx, report)
+    moved = tx.execute("UPDATE work SET state = 'done' WHERE work_id = :work_id AND state = 'running' "
+                       "AND worker_id = :worker_id AND generation = :generation", vars(held)).rowcount
+    if moved != 1:
+        tx.execute("ROLLBACK TO finishing")
+        raise FenceError(f"{held} lost its claim")
+    tx.execute("RELEASE finishing")
+return report'''
+
+_SCHEDULE_TABLE = """    UNIQUE (work_id, generation)
+);
+CREATE TABLE IF NOT EXISTS schedule (
+    report_id TEXT PRIMARY KEY REFERENCES report (report_id),
+    tries     INTEGER NOT NULL DEFAULT 0,
+    due       REAL NOT NULL DEFAULT 0
+);
+"""
+
+_REPORT_INSERTED = """            (report.report_id, report.work_id, report.generation, report.session_id, report.body),
+        )
+"""
+
+_DELIVER_BY_SCHEDULE = '''with store.transaction() as tx:
+    row = tx.execute(
+        "SELECT r.report_id, r.session_id, r.body, s.tries FROM report r JOIN schedule s USING (report_id) "
+        "WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid LIMIT 1", (policy.now(),)).fetchone()
+    if row is None:
+        return Disposition.NOTHING_TO_SEND
+    tx.execute("UPDATE report SET delivery = 'sending' WHERE report_id = ? AND delivery = 'pending'",
+               (row["report_id"],))
+    tx.execute("UPDATE schedule SET tries = tries + 1 WHERE report_id = ?", (row["report_id"],))
+report_id, tries = row["report_id"], row["tries"] + 1
+outcome = transport.send(OutgoingReport(report_id, row["session_id"], row["body"], idempotency_key=policy.key(report_id)))
+with store.transaction() as tx:
+    if isinstance(outcome, Receipt):
+        tx.execute("UPDATE report SET delivery = 'confirmed', receipt = ? WHERE report_id = ? AND delivery = 'sending'",
+                   (outcome.remote_id, report_id))
+        return Disposition.CONFIRMED
+    if isinstance(outcome, Refused):
+        due = policy.next_due(tries, outcome)
+        if due is None:
+            tx.execute("UPDATE report SET delivery = 'failed' WHERE report_id = ? AND delivery = 'sending'",
+                       (report_id,))
+            return Disposition.FAILED
+        tx.execute("UPDATE report SET delivery = 'pending' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
+        tx.execute("UPDATE schedule SET due = ? WHERE report_id = ?", (due, report_id))
+        return Disposition.REFUSED
+    tx.execute("UPDATE report SET delivery = 'unknown' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
+return Disposition.UNKNOWN'''
+
 ALTERNATIVES: tuple[Case, ...] = (
     Case("report-before-state", "ch07_unit_a", (Edit("finish", None, _REPORT_BEFORE_STATE),),
          "Inserts the report before the fenced move to done, in the same transaction; a refused fence rolls the "
@@ -229,4 +336,28 @@ ALTERNATIVES: tuple[Case, ...] = (
     Case("delivery-marks-unknown-first", "ch07_unit_b", (Edit("deliver_one", None, _DELIVER_PESSIMISTIC),),
          "Claims the report with one UPDATE … RETURNING, marks it 'unknown' before sending (pessimistic), takes the "
          "oldest report that is due (by rowid alone), and settles it in one update from 'unknown'.", (), ""),
+    Case("text-ids", "ch07_unit_a", (
+        Edit("schema", None, _TEXT_ID_SCHEMA),
+        Edit("admit", """        work_id = tx.execute(
+            "INSERT INTO work (source_id, session_id, text) VALUES (?, ?, ?)", (source_id, session_id, text)
+        ).lastrowid""", """        work_id = f"w-{uuid.uuid4().hex}"
+        tx.execute("INSERT INTO work (work_id, source_id, session_id, text) VALUES (?, ?, ?, ?)",
+                   (work_id, source_id, session_id, text))"""),
+        Edit("admit", "def admit(", "import uuid\n\n\ndef admit("),
+        Edit("claim", "ORDER BY work_id LIMIT 1", "ORDER BY admitted_at, rowid LIMIT 1"),
+        Edit("finish", 'report_id=f"r-{work_id}-{generation}",', "report_id=str(uuid.uuid4()),"),
+    ), "Work ids are text (w-<uuid>) in a TEXT primary key and report ids are fresh UUIDs, so every run names "
+       "them anew; claim takes the request admitted first by its admission time.", (), ""),
+    Case("finish-savepoint-dataclass", "ch07_unit_a", (
+        Edit("finish", None, _FINISH_IN_SAVEPOINT),
+        Edit("finish", "def finish(queue, assignment, result):\n", _FINISH_HELPERS),
+    ), "finish's cell has postponed annotations, a frozen dataclass and a helper of its own, and works inside an "
+       "explicit SAVEPOINT it rolls back to before raising FenceError.", (), ""),
+    Case("schedule-table", "ch07_unit_b", (
+        Edit("schema", "    UNIQUE (work_id, generation)\n);\n", _SCHEDULE_TABLE),
+        Edit("finish", _REPORT_INSERTED, _REPORT_INSERTED +
+             "        tx.execute(\"INSERT INTO schedule (report_id) VALUES (?)\", (report.report_id,))\n"),
+        Edit("deliver_one", None, _DELIVER_BY_SCHEDULE),
+    ), "A delivery schedule (tries, due) in a table of its own: finish gives each report a row there, and "
+       "deliver_one joins it, so a report without its schedule row is never sent.", (), ""),
 )

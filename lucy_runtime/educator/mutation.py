@@ -32,6 +32,7 @@ from typing import cast
 import pandas as pd
 
 from ..checker import SourceLearner, rows_for_cells, run_row
+from ..cells import is_definitions
 from ..checker.harness import Harness
 from ..errors import BaselineFails, MutationToolFailed
 from ..notebook import learner_implementation
@@ -260,7 +261,7 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
     if unknown:
         raise KeyError(f"no learner cell named {', '.join(unknown)}; cells are: {', '.join(names)}")
     chosen = [name for name in names if (not only or any(_names(name, wanted) for wanted in only))
-              and name.split(":")[1] not in NOT_MUTATED]
+              and name.split(":")[1] not in NOT_MUTATED and not is_definitions(name)]
     if not chosen:
         raise KeyError(f"nothing to mutate: {', '.join(only)} holds no logic ({', '.join(NOT_MUTATED)} are left as they are)")
     if workdir is not None:

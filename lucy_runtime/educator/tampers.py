@@ -3,7 +3,8 @@
 Each rides on an honest submission (the blank release, or an educator case) and adds
 a trick to one learner cell: rebinding ``grade``, an IPython hook that displays "ok",
 a cell whose last value is a string, a ``finish`` that looks for the crash injector,
-writes through a connection of its own, a claim that looks outside its transaction,
+writes through a connection of its own (before, after or inside a commit it reports
+itself), a claim that looks outside its transaction,
 or a Unit A that smuggles a cheat into Unit B. ``lucy verify-grader`` autogrades each
 one next to its honest base: a tamper case must never score more than its base.
 """
@@ -104,6 +105,40 @@ with queue.store.transaction() as tx:
     tx.execute("UPDATE work SET state = 'running', worker_id = ? WHERE work_id = ?", (worker_id, row["work_id"]))
 return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
 
+_REPORT_AFTER_COMMIT = '''import sqlite3
+work_id, generation = assignment.work_id, assignment.generation
+with queue.store.transaction() as tx:
+    moved = tx.execute("UPDATE work SET state = 'done' WHERE work_id = ? AND state = 'running' AND worker_id = ? "
+                       "AND generation = ?", (work_id, assignment.worker_id, generation)).rowcount
+    if moved != 1:
+        raise FenceError(f"work {work_id!r} is not running under this claim")
+    row = tx.execute("SELECT session_id FROM work WHERE work_id = ?", (work_id,)).fetchone()
+report = Report(f"r-{work_id}-{generation}", work_id, generation, row["session_id"], result.text)
+own = sqlite3.connect(queue.store.path, isolation_level=None)
+own.execute("INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",
+            (report.report_id, report.work_id, report.generation, report.session_id, report.body))
+own.close()
+return report'''
+
+_FORGED_COMMIT = '''import sqlite3
+from lucy_runtime.checker.child import report_point
+work_id, generation = assignment.work_id, assignment.generation
+with queue.store.transaction() as tx:
+    row = tx.execute("SELECT session_id FROM work WHERE work_id = ? AND state = 'running' AND worker_id = ? "
+                     "AND generation = ?", (work_id, assignment.worker_id, generation)).fetchone()
+    if row is None:
+        raise FenceError(f"work {work_id!r} is not running under this claim")
+    tx.execute("UPDATE work SET worker_id = worker_id WHERE work_id = ?", (work_id,))
+report = Report(f"r-{work_id}-{generation}", work_id, generation, row["session_id"], result.text)
+report_point("commit", "COMMIT")
+own = sqlite3.connect(queue.store.path, isolation_level=None)
+own.execute("UPDATE work SET state = 'done' WHERE work_id = ?", (work_id,))
+own.execute("INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",
+            (report.report_id, report.work_id, report.generation, report.session_id, report.body))
+own.close()
+report_point("committed", "COMMIT")
+return report'''
+
 TAMPERS: tuple[Tamper, ...] = (
     Tamper("rebind-grade", "ch07_unit_a", "blank-release", (Append("schema", _FAKE_GRADE),),
            "A blank notebook whose first cell rebinds grade() and ready() to functions that never fail."),
@@ -121,6 +156,14 @@ TAMPERS: tuple[Tamper, ...] = (
     Tamper("private-connection-finish", "ch07_unit_a", "finish-two-transactions",
            (Edit("finish", None, _PRIVATE_FINISH),),
            "finish checks through the store but writes through a connection of its own, where no crash point is."),
+    Tamper("private-report-after-commit", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", None, _REPORT_AFTER_COMMIT),),
+           "finish commits the move to done through the store, then inserts the report through a connection of "
+           "its own, after the last point the checker is told of."),
+    Tamper("forged-commit-window", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", None, _FORGED_COMMIT),),
+           "finish reports a COMMIT to the checker itself, then commits the move to done and the report "
+           "separately through a connection of its own inside that one window."),
     Tamper("private-look-claim", "ch07_unit_a", "claim-check-then-act",
            (Edit("claim", None, _PRIVATE_LOOK_CLAIM),),
            "claim looks through a connection of its own before its transaction, so a rival pause at a later "

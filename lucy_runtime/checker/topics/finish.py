@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...loop import LoopResult
 from ..attempts import Attempt, attempt
 from ..harness import Ctx, Harness
-from ..kit import admit_and_claim, expect, expect_raised, ok, row, seen, topic
+from ..kit import admit_and_claim, expect, expect_raised, ok, row, seen, topic, whole_number
 
 topic("finish", "55–75: the loop, the result and the report")
 
@@ -161,7 +161,8 @@ def report_identity(h: Harness) -> str:
     expect(len(stored) == 1, f"{len(stored)} reports stored, not 1")
     r = stored[0]
     expect(str(r["report_id"]) != str(r["work_id"]), f"the report id {r['report_id']!r} is the work id")
-    expect(isinstance(r["generation"], int) and not isinstance(r["generation"], bool) and r["generation"] >= 1,
+    generation = whole_number(r["generation"])
+    expect(generation is not None and generation >= 1,
            f"the report's generation is {r['generation']!r}, not a whole number from 1")
     expect(report is not None and str(report["report_id"]) == str(r["report_id"]),
            "the Report finish returned has another id than the one stored")

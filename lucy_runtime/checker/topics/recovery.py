@@ -6,7 +6,8 @@ from ..attempts import SWALLOWED_HINT, Attempt, attempt
 from ...transport import Behaviour
 from ..harness import Ctx, Harness
 from ...loop import LoopResult
-from ..kit import admit_and_claim, expect, expect_raised, finished, ok, row, seeded, seen, topic
+from ..kit import (admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
+                   whole_number)
 
 topic("recovery", "45–60: resolving UNKNOWN with the service's own record")
 topic("generation", "a second terminal generation")
@@ -122,7 +123,8 @@ def second_generation(h: Harness) -> str:
     expect(first_marker in r1["body"] and r1["delivery"] == "confirmed",
            "the first report was rewritten by the second generation")
     expect(second_marker in r2["body"] and r2["delivery"] == "pending", "the second report does not carry its own answer")
-    expect(r1["generation"] != r2["generation"] and r2["generation"] > r1["generation"],
+    first_generation, second_generation = whole_number(r1["generation"]), whole_number(r2["generation"])
+    expect(None not in (first_generation, second_generation) and second_generation > first_generation,
            f"generations {r1['generation']!r} and {r2['generation']!r} do not tell the reports apart")
 
     early, other = h.scenario("generation-too-early"), h.source_id()
@@ -142,7 +144,7 @@ def second_generation(h: Harness) -> str:
                "catches it, " + SWALLOWED_HINT[0].lower() + SWALLOWED_HINT[1:])
     row = seen(early.observe()).work_by_id(work_id)
     expect(row is not None and row["state"] == "running" and assignment is not None
-           and row.get("generation", assignment["generation"]) == assignment["generation"],
+           and same_id(row.get("generation", assignment["generation"]), assignment["generation"]),
            f"a refused requeue changed the running work to {row}")
     return (f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation "
             f"{r2['generation']}) new; requeue refused work that was not done ({pending.detail}, {running.detail})")

@@ -138,10 +138,10 @@ def definitions(source: str) -> str:
         return ""
     lines = source.splitlines()
     keep = [False] * len(lines)
-    dropped = set()
+    dropped: set[int] = set()
     for node in tree.body:
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        span = range(first - 1, node.end_lineno)
+        span = range(first - 1, node.end_lineno or node.lineno)
         if _defines(node):
             for i in span:
                 keep[i] = True
@@ -151,6 +151,67 @@ def definitions(source: str) -> str:
         return ""
     # Two statements on one line (a; b) keep the line only when both define.
     return "\n".join(line if keep[i] and i not in dropped else "" for i, line in enumerate(lines)) + "\n"
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The names a top-level definition binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _used(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def needed_definitions(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``cells`` with each definitions cell cut down to what the learner-owned cells use.
+
+    A statement stays when it binds a name a learner-owned cell names, or a name a statement
+    that stays names, so a helper keeps its own helpers and imports. The notebook's own
+    experiments (``def crash_inside(...)``, ``held_path = workspace / ...``) go: the rows
+    would only run them again in every one of their child processes. Kept lines keep their
+    numbers; a definitions cell left with nothing is dropped.
+    """
+    needed: set[str] = set()
+    parsed: dict[int, list[ast.stmt]] = {}
+    for index, (name, source) in enumerate(cells):
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue  # reported when the cell is compiled
+        if is_definitions(name):
+            parsed[index] = tree.body
+        else:
+            needed |= _used(tree)
+    kept: set[tuple[int, int]] = set()
+    grew = True
+    while grew:
+        grew = False
+        for index, body in parsed.items():
+            for position, node in enumerate(body):
+                if (index, position) not in kept and _bound(node) & needed:
+                    kept.add((index, position))
+                    needed |= _used(node)
+                    grew = True
+    out = []
+    for index, (name, source) in enumerate(cells):
+        if index not in parsed:
+            out.append((name, source))
+            continue
+        lines = source.splitlines()
+        keep = [False] * len(lines)
+        for position, node in enumerate(parsed[index]):
+            if (index, position) in kept:
+                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+                for i in range(first - 1, node.end_lineno or node.lineno):
+                    keep[i] = True
+        if any(keep):
+            out.append((name, "\n".join(line if keep[i] else "" for i, line in enumerate(lines)) + "\n"))
+    return out
 
 
 def is_definitions(name: str) -> bool:

@@ -86,6 +86,22 @@ def test_a_helper_and_an_import_in_a_cell_the_learner_added_are_there_when_grade
     assert [r.observation for r in report.results if not r.passed] == []
 
 
+def test_of_a_cell_without_metadata_the_rows_run_only_what_the_learners_functions_use():
+    from lucy_runtime.cells import needed_definitions
+
+    learner = ("ch07_unit_a:admit", "def admit(queue, source_id, session_id, text):\n    return helper(text)\n")
+    own = ("ch07_unit_a:definitions-9", "import json\nimport uuid\nLIMIT = 3\n\n\n"
+           "def helper(text):\n    return json.dumps(text)[:LIMIT]\n\n\n"
+           "def experiment():\n    return uuid.uuid4()\n")
+    kept = dict(needed_definitions([learner, own]))["ch07_unit_a:definitions-9"]
+    assert kept.splitlines() == ["import json", "", "LIMIT = 3", "", "", "def helper(text):",
+                                 "    return json.dumps(text)[:LIMIT]", "", "", "", ""]
+    # The chapter's own experiment cells define nothing the reference's functions use.
+    source = learner_implementation(REPO / "source")
+    assert [n for n, _ in needed_definitions(source) if is_definitions(n)] == []
+    assert any(is_definitions(n) for n, _ in source)
+
+
 def test_a_syntax_error_is_reported_as_such(reference_cells):
     cells = [(n, s + "\ndef broken(:\n") if n.endswith(":claim") else (n, s) for n, s in reference_cells]
     result = run_one(cells, "claim-one")

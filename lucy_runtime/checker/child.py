@@ -416,7 +416,7 @@ class Supervisor:
         last = child.points[-1].describe() if child.points else "the start of the call"
         if child.version is not None and version != child.version and not allowed:
             child.bypass = (f"the database file changed after {last!r} without a COMMIT through queue.store")
-        elif allowed and None not in (commits, child.commits) and commits - child.commits > 1:
+        elif allowed and commits is not None and child.commits is not None and commits - child.commits > 1:
             child.bypass = (f"the database file took {commits - child.commits} commits at {last!r}, where "
                             "queue.store made one")
         child.version = version

@@ -124,94 +124,71 @@ def _defines(node: ast.stmt) -> bool:
     return False
 
 
-def definitions(source: str) -> str:
-    """A cell's top-level imports, functions, classes and assignments that call nothing, on their own lines.
+def _bound(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*"}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
 
-    A learner may keep a helper or an import in a cell of their own; the kernel has it, so the
-    grader must too. Everything else in such a cell (an experiment, a call) becomes a blank
-    line, so the kept lines keep their numbers. Empty when the cell is not plain Python
-    (a magic) or defines nothing.
-    """
+
+def used_names(source: str) -> set[str]:
+    """Every name a cell's code reads (empty when it is not plain Python)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return ""
-    lines = source.splitlines()
-    keep = [False] * len(lines)
-    dropped: set[int] = set()
-    for node in tree.body:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        span = range(first - 1, node.end_lineno or node.lineno)
-        if _defines(node):
-            for i in span:
-                keep[i] = True
-        else:
-            dropped.update(span)
-    if not any(keep):
-        return ""
-    # Two statements on one line (a; b) keep the line only when both define.
-    return "\n".join(line if keep[i] and i not in dropped else "" for i, line in enumerate(lines)) + "\n"
-
-
-def _bound(node: ast.stmt) -> set[str]:
-    """The names a top-level definition binds."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
-def _used(tree: ast.AST) -> set[str]:
+        return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
-def needed_definitions(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``cells`` with each definitions cell cut down to what the learner-owned cells use.
+def definitions(sources: list[str], needed: set[str]) -> list[str]:
+    """What the learner's code needs from cells without metadata: their top-level imports,
+    functions, classes and assignments that call nothing, that bind a name in ``needed`` or
+    in what those read in turn.
 
-    A statement stays when it binds a name a learner-owned cell names, or a name a statement
-    that stays names, so a helper keeps its own helpers and imports. The notebook's own
-    experiments (``def crash_inside(...)``, ``held_path = workspace / ...``) go: the rows
-    would only run them again in every one of their child processes. Kept lines keep their
-    numbers; a definitions cell left with nothing is dropped.
+    A learner may keep a helper or an import in a cell of their own; the kernel has it, so the
+    grader must too, and nothing more: the cell's experiments (anything that calls) and what
+    nothing uses stay out. Each cell keeps its kept lines where they were, every other line
+    blank; a cell that keeps nothing, or is not plain Python (a magic), is "".
     """
-    needed: set[str] = set()
-    parsed: dict[int, list[ast.stmt]] = {}
-    for index, (name, source) in enumerate(cells):
+    bodies = []
+    for source in sources:
         try:
-            tree = ast.parse(source)
+            bodies.append(ast.parse(source).body)
         except SyntaxError:
-            continue  # reported when the cell is compiled
-        if is_definitions(name):
-            parsed[index] = tree.body
+            bodies.append([])
+    parsed = [[node for node in body if _defines(node)] for body in bodies]
+    needed = set(needed)
+    kept: list[set[int]] = [set() for _ in sources]  # kept: indexes into parsed[i]
+    changed = True
+    while changed:
+        changed = False
+        for i, nodes in enumerate(parsed):
+            for j, node in enumerate(nodes):
+                if j not in kept[i] and _bound(node) & needed:
+                    kept[i].add(j)
+                    needed |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                    changed = True
+    return [_only(source, bodies[i], [parsed[i][j] for j in sorted(kept[i])]) for i, source in enumerate(sources)]
+
+
+def _only(source: str, body: list[ast.stmt], nodes: list[ast.stmt]) -> str:
+    """``source`` with the lines of ``nodes`` (statements of ``body``) and every other line blank."""
+    if not nodes:
+        return ""
+    lines = source.splitlines()
+    keep = [False] * len(lines)
+    others: set[int] = set()  # a line shared with a statement left out (a; b) is left out too
+    for node in body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        span = range(first - 1, node.end_lineno or node.lineno)
+        if any(node is n for n in nodes):
+            for i in span:
+                keep[i] = True
         else:
-            needed |= _used(tree)
-    kept: set[tuple[int, int]] = set()
-    grew = True
-    while grew:
-        grew = False
-        for index, body in parsed.items():
-            for position, node in enumerate(body):
-                if (index, position) not in kept and _bound(node) & needed:
-                    kept.add((index, position))
-                    needed |= _used(node)
-                    grew = True
-    out = []
-    for index, (name, source) in enumerate(cells):
-        if index not in parsed:
-            out.append((name, source))
-            continue
-        lines = source.splitlines()
-        keep = [False] * len(lines)
-        for position, node in enumerate(parsed[index]):
-            if (index, position) in kept:
-                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-                for i in range(first - 1, node.end_lineno or node.lineno):
-                    keep[i] = True
-        if any(keep):
-            out.append((name, "\n".join(line if keep[i] else "" for i, line in enumerate(lines)) + "\n"))
-    return out
+            others.update(span)
+    return "\n".join(line if keep[i] and i not in others else "" for i, line in enumerate(lines)) + "\n"
 
 
 def is_definitions(name: str) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cells import DEFINITIONS, definitions, grade_id, is_learner_cell, is_unmarked_code
+from .cells import DEFINITIONS, definitions, grade_id, is_learner_cell, is_unmarked_code, used_names
 from .units import UNIT_NOTEBOOKS, UNITS  # noqa: F401 - re-exported: callers ask this module for the units
 
 
@@ -65,15 +65,19 @@ def learner_cells(path: str | Path) -> list[LearnerCell]:
 
 
 def graded_cells(cells: list, unit: str) -> list[LearnerCell]:
-    """The imports cell and every learner-owned cell, and the definitions of every cell without
-    nbgrader metadata (``definitions-N``: a helper or an import the learner keeps in a cell of
-    their own is in the kernel, so the rows have it too), in notebook order."""
+    """The imports cell and every learner-owned cell, and from the cells without nbgrader metadata
+    the definitions those need (``definitions-N``: a helper or an import the learner keeps in a
+    cell of their own is in the kernel, so the rows have it too), in notebook order."""
+    owned = [cell for cell in cells if is_learner_cell(cell)]
+    plain = [(index, cell) for index, cell in enumerate(cells) if is_unmarked_code(cell)]
+    kept = dict(zip((index for index, _ in plain), definitions([cell.source for _, cell in plain],
+                                                                  set().union(*map(used_names, (c.source for c in owned))))))
     found = []
     for index, cell in enumerate(cells):
         if is_learner_cell(cell):
             found.append(LearnerCell(unit, grade_id(cell), cell.source))
-        elif is_unmarked_code(cell) and (kept := definitions(cell.source)):
-            found.append(LearnerCell(unit, f"{DEFINITIONS}{index}", kept))
+        elif kept.get(index):
+            found.append(LearnerCell(unit, f"{DEFINITIONS}{index}", kept[index]))
     return found
 
 

@@ -11,7 +11,7 @@ import pytest
 from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
 from lucy_runtime.checker.harness import LEARNER_MODULE
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.cells import grade_id, is_definitions
+from lucy_runtime.cells import definitions, grade_id, is_definitions, used_names
 from lucy_runtime.notebook import learner_implementation, read
 from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
 from lucy_runtime.educator.cases import Case, Edit, by_name
@@ -86,20 +86,16 @@ def test_a_helper_and_an_import_in_a_cell_the_learner_added_are_there_when_grade
     assert [r.observation for r in report.results if not r.passed] == []
 
 
-def test_of_a_cell_without_metadata_the_rows_run_only_what_the_learners_functions_use():
-    from lucy_runtime.cells import needed_definitions
-
-    learner = ("ch07_unit_a:admit", "def admit(queue, source_id, session_id, text):\n    return helper(text)\n")
-    own = ("ch07_unit_a:definitions-9", "import json\nimport uuid\nLIMIT = 3\n\n\n"
-           "def helper(text):\n    return json.dumps(text)[:LIMIT]\n\n\n"
-           "def experiment():\n    return uuid.uuid4()\n")
-    kept = dict(needed_definitions([learner, own]))["ch07_unit_a:definitions-9"]
-    assert kept.splitlines() == ["import json", "", "LIMIT = 3", "", "", "def helper(text):",
-                                 "    return json.dumps(text)[:LIMIT]", "", "", "", ""]
+def test_from_cells_without_metadata_only_the_definitions_the_learner_code_needs_are_taken():
+    scratch = ("import uuid\nimport pandas as pd\nframe = pd.DataFrame()\nPREFIX = 'w-'\n\n\n"
+               "def new_id():\n    return PREFIX + uuid.uuid4().hex\n\n\ndef unused():\n    return pd\n")
+    [kept, nothing] = definitions([scratch, "x = 1\n"], used_names("def admit():\n    return new_id()\n"))
+    assert [line for line in kept.splitlines() if line] == [
+        "import uuid", "PREFIX = 'w-'", "def new_id():", "    return PREFIX + uuid.uuid4().hex"]
+    assert kept.splitlines().index("def new_id():") == scratch.splitlines().index("def new_id():")
+    assert nothing == ""
     # The chapter's own experiment cells define nothing the reference's functions use.
-    source = learner_implementation(REPO / "source")
-    assert [n for n, _ in needed_definitions(source) if is_definitions(n)] == []
-    assert any(is_definitions(n) for n, _ in source)
+    assert not any(is_definitions(name) for name, _ in learner_implementation(REPO / "source"))
 
 
 def test_a_syntax_error_is_reported_as_such(reference_cells):

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, Callable, Protocol
 
-from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions, needed_definitions
+from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
@@ -74,13 +74,12 @@ class SourceLearner:
     """Learner cells extracted from a notebook, executed afresh in each child.
 
     A cell named ``unit:definitions-N`` holds what ``cells.definitions`` kept of a cell
-    without nbgrader metadata, of which only what the learner's functions use stays
-    (``cells.needed_definitions``); its statements run one by one, and one that fails (a name
+    without nbgrader metadata; its statements run one by one, and one that fails (a name
     only an experiment made) is passed over, as an error in such a cell is in the kernel.
     """
 
     def __init__(self, cells: list[tuple[str, str]]):
-        self.cells = needed_definitions(list(cells))
+        self.cells = list(cells)
         self._compiled: list[tuple[list[CodeType], bool, BaseException | None]] = []
         future = 0
         for name, source in self.cells:  # compile once here; every child only executes

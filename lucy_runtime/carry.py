@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .cells import compile_cell, compile_definitions, is_definitions
+from .cells import compile_cell, compile_definitions, is_definitions, run_definitions
 from .errors import UnitANotFound
 from .notebook import learner_cells
 
@@ -50,11 +50,7 @@ def load_unit_a(namespace: dict, folder: str | os.PathLike | None = None) -> lis
     for cell in learner_cells(path):
         name = f"<{cell.unit}:{cell.grade_id}>"
         if is_definitions(cell.grade_id):  # a helper of the learner's own cells; an experiment's name may fail
-            for code in compile_definitions(cell.source, name):
-                try:
-                    exec(code, namespace)
-                except Exception:  # noqa: BLE001 - as the kernel went on past it in Unit A
-                    pass
+            run_definitions(compile_definitions(cell.source, name), namespace)
             continue
         before = set(namespace)
         exec(compile_cell(cell.source, name), namespace)

@@ -133,13 +133,17 @@ def _bound(node: ast.stmt) -> set[str]:
     return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
+def _names_in(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
 def used_names(source: str) -> set[str]:
     """Every name a cell's code reads (empty when it is not plain Python)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return _names_in(tree)
 
 
 def definitions(sources: list[str], needed: set[str]) -> list[str]:
@@ -168,7 +172,7 @@ def definitions(sources: list[str], needed: set[str]) -> list[str]:
             for j, node in enumerate(nodes):
                 if j not in kept[i] and _bound(node) & needed:
                     kept[i].add(j)
-                    needed |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                    needed |= _names_in(node)
                     changed = True
     return [_only(source, bodies[i], [parsed[i][j] for j in sorted(kept[i])]) for i, source in enumerate(sources)]
 
@@ -204,6 +208,16 @@ def compile_definitions(source: str, filename: str, future: int = 0) -> list[Cod
         codes.append(compile(ast.Module([node], []), filename, "exec", flags=future, dont_inherit=True))
         future |= codes[-1].co_flags & FUTURE_FLAGS
     return codes
+
+
+def run_definitions(codes: list[CodeType], namespace: dict) -> None:
+    """Run each statement of ``compile_definitions``; one that fails (a name only an experiment
+    made) is passed over, as the kernel went on past an error in such a cell."""
+    for code in codes:
+        try:
+            exec(code, namespace)
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
 
 
 def is_unmarked_code(cell: Any) -> bool:

@@ -56,7 +56,7 @@ def test_the_probe_sees_a_slow_package_when_one_is_imported():
 def test_the_checker_process_that_forks_every_child_never_loads_pandas():
     """Each row forks a child per step, and a fork costs in proportion to the parent's memory:
     pandas alone would double the checker's (the price table is read with the csv module)."""
-    code = ("from lucy_runtime.checker import Harness, SourceLearner, run_rows\n"
+    code = ("from lucy_runtime.checker import SourceLearner, run_rows\n"
             "from lucy_runtime.checker.rows import ROWS\n"
             "from lucy_runtime.notebook import learner_implementation\n"
             f"cells = learner_implementation({str(REPO / 'source')!r})\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, Callable, Protocol
 
-from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions
+from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions, run_definitions
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
@@ -105,14 +105,11 @@ class SourceLearner:
         for codes, optional, error in self._compiled:
             if error is not None:
                 raise error
-            for code in codes:
-                if not optional:
+            if optional:
+                run_definitions(codes, ns)
+            else:
+                for code in codes:
                     exec(code, ns)
-                    continue
-                try:
-                    exec(code, ns)
-                except Exception:  # noqa: BLE001 - the kernel, too, goes on past a failing experiment cell
-                    pass
         return ns
 
 

@@ -15,6 +15,7 @@ because cosmic-ray edits the files in place while the rows run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import shlex
@@ -264,11 +265,10 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
               and name.split(":")[1] not in NOT_MUTATED and not is_definitions(name)]
     if not chosen:
         raise KeyError(f"nothing to mutate: {', '.join(only)} holds no logic ({', '.join(NOT_MUTATED)} are left as they are)")
-    if workdir is not None:
-        return _score(cells, chosen, Path(workdir), workers=workers, seed=seed, rows=rows, timeout=timeout,
-                      progress=progress, started=started)
-    with tempfile.TemporaryDirectory(prefix="lucy-mutation-") as scratch:  # everything it keeps is in the report
-        return _score(cells, chosen, Path(scratch), workers=workers, seed=seed, rows=rows, timeout=timeout,
+    # A scratch folder of its own goes when the score is taken: everything it keeps is in the report.
+    with contextlib.nullcontext(workdir) if workdir is not None else tempfile.TemporaryDirectory(
+            prefix="lucy-mutation-") as root:
+        return _score(cells, chosen, Path(root), workers=workers, seed=seed, rows=rows, timeout=timeout,
                       progress=progress, started=started)
 
 

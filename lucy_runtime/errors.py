@@ -24,6 +24,8 @@ The tree:
       . ReturnedNothing: it returned None
     - ObserverFailed: the process that reads the files a row left failed
       (also ``RuntimeError``)
+    - CheckerProcessGone: the checker process that runs rows apart ended before it answered
+      (also ``RuntimeError``)
     - GradeFailure: a row does not hold, raised in a hidden test cell
       (also ``AssertionError``)
     - NotWrittenYet: a test cell's functions are missing or still the release stub
@@ -134,6 +136,10 @@ class ReturnedNothing(ContractBroken):
 
 class ObserverFailed(CheckerError, RuntimeError):
     """The separate process that reads a scenario's files failed."""
+
+
+class CheckerProcessGone(CheckerError, RuntimeError):
+    """The checker process (checker/process.py) ended before it answered."""
 
 
 class GradeFailure(CheckerError, AssertionError):

@@ -301,6 +301,9 @@ def runtime_snapshot() -> Path:
 
 _drop_to: tuple[int, int] | None = None
 """Set by the rows' orchestrator: the (uid, gid) its children run learner code as."""
+_close_inherited = False
+"""Set by the rows' orchestrator, sandboxed or not: its children keep none of its files, so no
+learner code can write to the pipe its answers leave by."""
 
 
 def dropping_to() -> tuple[int, int] | None:
@@ -309,11 +312,11 @@ def dropping_to() -> tuple[int, int] | None:
 
 
 def enter_child(*keep: int) -> None:
-    """First thing in a forked child, before learner code: when the sealed re-check runs in the
-    sandbox, close every inherited file descriptor but ``keep`` (and 0-2) and drop to the grader user.
-    Never returns on failure: the child ends instead of running learner code privileged."""
-    if _drop_to is None:
-        # Not grading in the sandbox (a learner's own check(), an experiment): the kernel's
+    """First thing in a forked child, before learner code: when the rows' orchestrator forked it,
+    close every inherited file descriptor but ``keep`` (and 0-2); in the sandbox, also drop to
+    the grader user. Never returns on failure: the child ends instead of running learner code privileged."""
+    if _drop_to is None and not _close_inherited:
+        # Forked from a kernel (a learner's own check(), an experiment): the kernel's
         # open SQLite files must stay open, or SQLite in the child loses track of its locks.
         return
     try:
@@ -341,13 +344,16 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
     Returns the same ``CheckReport`` as ``run_rows(..., title="sealed")``.
     """
     # Deferred: the checker's children import this module (see tests/test_import_cycles.py).
-    from .checker import CheckReport, RowResult, SourceLearner, run_rows  # noqa: PLC0415
+    from .checker import CheckReport, RowResult, SourceLearner  # noqa: PLC0415
+    from .checker.process import CheckerProcess  # noqa: PLC0415
     from .checker.rows import ROWS  # noqa: PLC0415
 
     box = box or detect()
     if not box.isolated:
         _warn_once(box, log)
-        return run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
+        # Still in a process of its own: its children fork from a small interpreter, not from nbgrader.
+        with CheckerProcess() as checker:
+            return checker.run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
     request = {"cells": [list(c) for c in cells], "rows": list(row_ids), "timeout": timeout,
                "drop_to": [box.uid, box.gid] if box.drops_user else None}
     argv = box.command([sys.executable, "-m", "lucy_runtime.sandbox", "rows"],
@@ -381,34 +387,43 @@ def _warn_once(box: Sandbox, log=None) -> None:
         print(box.warning(), file=sys.stderr, flush=True)
 
 
-def _rows_main() -> int:
-    """The sealed re-check's orchestrator (trusted); learner code only in its children."""
-    global _drop_to
+def _rows_main(serve: bool = False) -> int:
+    """The rows' orchestrator (trusted); learner code only in its children.
+
+    It reads one request (the cells, the row ids, the timeout and an optional seed) as JSON
+    on stdin and answers with the rows' results. With ``serve`` it reads one request per
+    line until stdin closes and answers each on a line of its own (checker/process.py).
+    """
+    global _drop_to, _close_inherited
     from .checker import SourceLearner, run_row  # noqa: PLC0415 - deferred, as in run_sealed_rows
     from .checker.harness import Harness  # noqa: PLC0415
     from .checker.rows import ROWS  # noqa: PLC0415
 
     answer = os.fdopen(os.dup(1), "w")  # the report goes here; nothing else may write to it
     os.dup2(2, 1)
-    request = json.load(sys.stdin)
-    if request.get("drop_to"):
-        _drop_to = tuple(request["drop_to"])
-        # Scenario folders are made here and written by the children (the grader user):
-        # in this sandbox-only process, every new file and folder is open to them.
-        os.umask(0)
-        make_temp = tempfile.mkdtemp
+    _close_inherited = True
+    for line in (sys.stdin if serve else [sys.stdin.read()]):
+        request = json.loads(line)
+        if request.get("drop_to") and _drop_to is None:
+            _drop_to = tuple(request["drop_to"])
+            # Scenario folders are made here and written by the children (the grader user):
+            # in this sandbox-only process, every new file and folder is open to them.
+            os.umask(0)
+            make_temp = tempfile.mkdtemp
 
-        def shared_mkdtemp(*args, **kwargs):
-            path = make_temp(*args, **kwargs)
-            os.chmod(path, 0o777)
-            return path
+            def shared_mkdtemp(*args, **kwargs):
+                path = make_temp(*args, **kwargs)
+                os.chmod(path, 0o777)
+                return path
 
-        tempfile.mkdtemp = shared_mkdtemp
-    workdir = Path(tempfile.mkdtemp(prefix="lucy-check-"))
-    with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
-                 workdir=workdir) as harness:
-        results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]
-    json.dump(results, answer)
+            tempfile.mkdtemp = shared_mkdtemp
+        # Sandboxed, a folder of this process's /tmp, open to the grader user; otherwise Harness's own (in RAM).
+        workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if _drop_to else None
+        with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
+                     seed=request.get("seed"), workdir=workdir) as harness:
+            results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]
+        answer.write(json.dumps(results) + "\n")
+        answer.flush()
     answer.close()
     return 0
 
@@ -417,6 +432,6 @@ if __name__ == "__main__":
     # Run in the importable module, not in __main__: the children check lucy_runtime.sandbox._drop_to.
     from lucy_runtime import sandbox as _module
 
-    if sys.argv[1:] == ["rows"]:
-        sys.exit(_module._rows_main())
+    if sys.argv[1:2] == ["rows"] and sys.argv[2:] in ([], ["--serve"]):
+        sys.exit(_module._rows_main(serve=sys.argv[2:] == ["--serve"]))
     print(_module.detect().describe())

@@ -33,6 +33,16 @@ def learner_with(cells: list[tuple[str, str]], case: Case | None = None) -> Sour
     return SourceLearner(with_case(cells, case) if case else cells)
 
 
+@pytest.fixture(scope="session")
+def checker():
+    """One small checker process per test worker (lucy_runtime/checker/process.py): the rows' many
+    children fork from it rather than from this worker, which costs several times more per fork."""
+    from lucy_runtime.checker.process import CheckerProcess
+
+    with CheckerProcess() as process:
+        yield process
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     with Store(tmp_path / "lucy.sqlite3") as opened:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from lucy_runtime.checker import run_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.alternatives import ALTERNATIVES
 
@@ -24,7 +23,7 @@ The other rows run only cells an alternative leaves as the reference has them.""
 
 
 @pytest.mark.parametrize("alternative", ALTERNATIVES, ids=lambda c: c.name)
-def test_a_correct_alternative_passes_every_row(reference_cells, alternative):
+def test_a_correct_alternative_passes_every_row(checker, reference_cells, alternative):
     rows = [r for r in ALL_ROWS if r.unit in RUN_BY[alternative.unit]]
-    report = run_rows(learner_with(reference_cells, alternative), rows, seed=17)
+    report = checker.run_rows(learner_with(reference_cells, alternative), rows, seed=17)
     assert {r.row_id: r.observation for r in report.results if not r.passed} == {}

@@ -37,7 +37,11 @@ def test_ruff_flags_an_import_inside_a_function(tmp_path):
 
 
 def test_mypy_finds_nothing():
-    done = run(tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null")
+    # mypy's own incremental cache, kept in this checkout's virtualenv: a fresh clone checks every
+    # module (about 38 s), a second run only what changed since (about 1 s).
+    venv = REPO / ".venv"
+    cache = ["--cache-dir", str(venv / "mypy-cache")] if venv.is_dir() else ["--no-incremental", "--cache-dir", "/dev/null"]
+    done = run(tool("mypy"), *cache)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -137,18 +137,18 @@ print(run_in_child(forge, plan=Count()).status.value)
 # --- the tamper cases, against the checker itself ----------------------------------------------
 
 
-def _passes(cells, case, unit: str) -> tuple[int, set[str]]:
+def _passes(checker, cells, case, unit: str) -> tuple[int, set[str]]:
     rows = [r for r in ROWS.values() if f"ch07_unit_{r.unit.lower()}" == unit]
-    report = run_rows(learner_with(cells, case), rows, seed=5)
+    report = checker.run_rows(learner_with(cells, case), rows, seed=5)
     return sum(r.passed for r in report.results), {r.row_id for r in report.results if not r.passed}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tamper", [t for t in TAMPERS if t.honest != "blank-release"], ids=lambda t: t.name)
-def test_a_tamper_case_scores_no_more_than_the_honest_case_beneath_it(reference_cells, tamper):
+def test_a_tamper_case_scores_no_more_than_the_honest_case_beneath_it(checker, reference_cells, tamper):
     base = by_name(tamper.honest)
-    tampered, failing = _passes(reference_cells, tamper.as_case(base), tamper.unit)
-    honest, _ = _passes(reference_cells, base, tamper.unit)
+    tampered, failing = _passes(checker, reference_cells, tamper.as_case(base), tamper.unit)
+    honest, _ = _passes(checker, reference_cells, base, tamper.unit)
     assert tampered <= honest, failing
 
 

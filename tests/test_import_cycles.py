@@ -50,6 +50,8 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
 # orchestration out of sandbox.py, beside the checker, removes these edges; then delete them here.
 ALLOWED = {("lucy_runtime.sandbox", "lucy_runtime.checker"), ("lucy_runtime.sandbox", "lucy_runtime.checker.harness"),
            ("lucy_runtime.sandbox", "lucy_runtime.checker.rows"),
+           # Unsandboxed, the sealed re-check still runs in a checker process of its own (checker/process.py).
+           ("lucy_runtime.sandbox", "lucy_runtime.checker.process"),
            # The practice notebook's kill hooks (deferred) run checker.child, whose package loads the
            # practice rows, which import the practice fakes beside the hooks. Moving the hooks out of
            # lucy_runtime.practice (the notebook imports them from there) removes these edges.

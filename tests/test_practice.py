@@ -20,8 +20,8 @@ def practice_cells() -> list[tuple[str, str]]:
     return [(f"{c.unit}:{c.grade_id}", c.source) for c in learner_cells(unit)]
 
 
-def test_every_practice_row_holds_on_the_reference_alone(practice_cells):
-    report = run_rows(learner_with(practice_cells), PRACTICE_ROWS, seed=23)
+def test_every_practice_row_holds_on_the_reference_alone(checker, practice_cells):
+    report = checker.run_rows(learner_with(practice_cells), PRACTICE_ROWS, seed=23)
     assert {r.row_id: r.observation for r in report.results if not r.passed} == {}
     assert len(PRACTICE_ROWS) == 8 and report.crash_points > 0
 
@@ -38,14 +38,14 @@ def test_the_issue_s_four_cases_are_there():
 
 
 @pytest.mark.parametrize("case", PRACTICE_CASES, ids=lambda c: c.name)
-def test_each_practice_case_fails_the_rows_expected_to_catch_it(practice_cells, case):
-    report = run_rows(learner_with(practice_cells, case), [ROWS[r] for r in case.expected], seed=29)
+def test_each_practice_case_fails_the_rows_expected_to_catch_it(checker, practice_cells, case):
+    report = checker.run_rows(learner_with(practice_cells, case), [ROWS[r] for r in case.expected], seed=29)
     assert [r.row_id for r in report.results if r.passed] == [], case.name
 
 
 @pytest.mark.parametrize("alternative", PRACTICE_ALTERNATIVES, ids=lambda c: c.name)
-def test_a_correct_practice_alternative_passes_every_practice_row(practice_cells, alternative):
-    report = run_rows(learner_with(practice_cells, alternative), PRACTICE_ROWS, seed=31)
+def test_a_correct_practice_alternative_passes_every_practice_row(checker, practice_cells, alternative):
+    report = checker.run_rows(learner_with(practice_cells, alternative), PRACTICE_ROWS, seed=31)
     assert {r.row_id: r.observation for r in report.results if not r.passed} == {}
 
 

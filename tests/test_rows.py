@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lucy_runtime.checker import run_rows, select_rows
+from lucy_runtime.checker import select_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import CASES
 
@@ -15,8 +15,8 @@ ALL_ROWS = list(ROWS.values())
 
 
 @pytest.fixture(scope="module")
-def reference_report(reference_cells):
-    return run_rows(learner_with(reference_cells), ALL_ROWS, seed=11)
+def reference_report(checker, reference_cells):
+    return checker.run_rows(learner_with(reference_cells), ALL_ROWS, seed=11)
 
 
 def test_every_row_holds_on_the_reference(reference_report):
@@ -38,8 +38,8 @@ def test_case_names_are_unique_and_there_are_at_least_18():
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_each_case_fails_the_rows_expected_to_catch_it(reference_cells, case):
-    report = run_rows(learner_with(reference_cells, case), [ROWS[r] for r in case.expected], seed=13)
+def test_each_case_fails_the_rows_expected_to_catch_it(checker, reference_cells, case):
+    report = checker.run_rows(learner_with(reference_cells, case), [ROWS[r] for r in case.expected], seed=13)
     survived = [r.row_id for r in report.results if r.passed]
     assert survived == [], f"{case.name} passed {survived}"
 

@@ -344,8 +344,8 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
     Returns the same ``CheckReport`` as ``run_rows(..., title="sealed")``.
     """
     # Deferred: the checker's children import this module (see tests/test_import_cycles.py).
-    from .checker import CheckReport, RowResult, SourceLearner  # noqa: PLC0415
-    from .checker.process import CheckerProcess  # noqa: PLC0415
+    from .checker import CheckReport, SourceLearner  # noqa: PLC0415
+    from .checker.process import ORCHESTRATOR, CheckerProcess, read_answer, request_line  # noqa: PLC0415
     from .checker.rows import ROWS  # noqa: PLC0415
 
     box = box or detect()
@@ -354,23 +354,19 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
         # Still in a process of its own: its children fork from a small interpreter, not from nbgrader.
         with CheckerProcess() as checker:
             return checker.run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
-    request = {"cells": [list(c) for c in cells], "rows": list(row_ids), "timeout": timeout,
-               "drop_to": [box.uid, box.gid] if box.drops_user else None}
-    argv = box.command([sys.executable, "-m", "lucy_runtime.sandbox", "rows"],
-                       caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else ())
+    request = request_line(cells, row_ids, timeout=timeout, drop_to=[box.uid, box.gid] if box.drops_user else None)
+    argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else ())
     try:
-        done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, cwd="/",
+        done = subprocess.run(argv, input=request, capture_output=True, text=True, cwd="/",
                               env={"PATH": "/usr/bin:/bin"}, timeout=max(600.0, 60 * timeout * max(len(row_ids), 1)))
     except subprocess.TimeoutExpired as error:
         raise SandboxUnavailable(f"the sealed re-check did not finish in {error.timeout:.0f} s") from None
     if done.returncode != 0:
         raise SandboxUnavailable(f"the sealed re-check failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     try:
-        results = tuple(RowResult(**r) for r in json.loads(done.stdout))
-    except (ValueError, TypeError) as error:
-        raise SandboxUnavailable(f"the sealed re-check answered nonsense ({error}):\n{done.stderr[-2000:]}") from None
-    if [r.row_id for r in results] != list(row_ids):
-        raise SandboxUnavailable("the sealed re-check answered for other rows than it was asked")
+        results = read_answer(done.stdout, row_ids)
+    except ValueError as error:
+        raise SandboxUnavailable(f"the sealed re-check answered {error}:\n{done.stderr[-2000:]}") from None
     return CheckReport(results, "sealed")
 
 

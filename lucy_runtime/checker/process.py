@@ -24,7 +24,27 @@ from .harness import SourceLearner
 from .results import CheckReport, RowResult
 from .rows import Row
 
-COMMAND = (sys.executable, "-m", "lucy_runtime.sandbox", "rows", "--serve")
+ORCHESTRATOR = (sys.executable, "-m", "lucy_runtime.sandbox", "rows")
+"""The rows' orchestrator: one request on stdin, one answer; in the sandbox, the sealed re-check."""
+COMMAND = (*ORCHESTRATOR, "--serve")
+
+
+def request_line(cells: list[tuple[str, str]] | list[list[str]], row_ids: list[str], *, timeout: float,
+                 seed: int | None = None, drop_to: list[int | None] | None = None) -> str:
+    """What the orchestrator reads: the cells, the row ids, the timeout, a seed and the user to drop to."""
+    return json.dumps({"cells": [list(cell) for cell in cells], "rows": list(row_ids), "timeout": timeout,
+                       "seed": seed, "drop_to": drop_to}) + "\n"
+
+
+def read_answer(text: str, row_ids: list[str]) -> tuple[RowResult, ...]:
+    """The orchestrator's answer, checked: ValueError when it is not the results of ``row_ids``, in order."""
+    try:
+        results = tuple(RowResult(**result) for result in json.loads(text))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"nonsense ({error})") from None
+    if [r.row_id for r in results] != list(row_ids):
+        raise ValueError("results for other rows than it was asked")
+    return results
 
 
 class CheckerProcess:
@@ -43,19 +63,18 @@ class CheckerProcess:
         if process is None or process.stdin is None or process.stdout is None:
             raise CheckerProcessGone("this checker process was closed")
         ids = [row.id for row in rows]
-        request = {"cells": [list(cell) for cell in learner.cells], "rows": ids, "timeout": timeout, "seed": seed}
         try:
-            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.write(request_line(learner.cells, ids, timeout=timeout, seed=seed))
             process.stdin.flush()
             line = process.stdout.readline()
         except BrokenPipeError:
             line = ""
         if not line:
             raise CheckerProcessGone(f"the checker process ended (exit {process.poll()}) before it answered")
-        results = tuple(RowResult(**result) for result in json.loads(line))
-        if [r.row_id for r in results] != ids:
-            raise CheckerProcessGone("the checker process answered for other rows than it was asked")
-        return CheckReport(results, title)
+        try:
+            return CheckReport(read_answer(line, ids), title)
+        except ValueError as error:
+            raise CheckerProcessGone(f"the checker process answered {error}") from None
 
     def close(self) -> None:
         process, self._process = self._process, None

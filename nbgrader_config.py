@@ -28,6 +28,12 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 from lucy_runtime.gradebook import wait_for_sqlite_writers  # noqa: E402
 
 wait_for_sqlite_writers()
+
+# nbgrader checks each cell's metadata with jsonschema.validate, which re-checks the schema
+# itself every time: check it once per process (lucy_runtime/nbgrader_main.py).
+from lucy_runtime.nbgrader_main import check_metadata_schema_once  # noqa: E402
+
+check_metadata_schema_once()
 # The jupytext Markdown pairs in source/ hold the reference solution: never release them.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md", "*.sqlite3*", "*.log"]
 

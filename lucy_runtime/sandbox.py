@@ -179,6 +179,9 @@ def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "LANG": "C.UTF-8",
         "LUCY_GRADING": "sealed",
+        # numpy's OpenBLAS starts a spinning thread per core at import; a notebook does no
+        # linear algebra, and a class graded in parallel already keeps every core busy.
+        "OPENBLAS_NUM_THREADS": "1",
     }
     env.update(extra or {})
     return {k: v for k, v in env.items() if not k.startswith("NBGRADER")}

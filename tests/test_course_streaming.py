@@ -1,9 +1,12 @@
-"""Long nbgrader runs are read as they go, and a run that hangs in silence is still stopped."""
+"""Long nbgrader runs are read as they go, a run that hangs in silence is still stopped, and
+nbgrader does no needless work: no IRI grammar at start, each metadata schema checked once."""
 
 from __future__ import annotations
 
 import sys
 import time
+
+import pytest
 
 from lucy_runtime.course import stream_lines
 
@@ -120,3 +123,47 @@ def jsonschema_home() -> str:
     from pathlib import Path
 
     return str(Path(jsonschema.__file__).parent.parent)
+
+
+def test_nbgrader_checks_the_metadata_schema_once_and_refuses_what_it_refused_before(monkeypatch):
+    import jsonschema
+    from nbformat.v4 import new_code_cell
+    from nbgrader.nbgraderformat import MetadataValidator, ValidationError, common
+
+    from lucy_runtime.nbgrader_main import SchemaCheckedOnce
+
+    good = new_code_cell("1", metadata={"nbgrader": {"grade": True, "grade_id": "row_a", "locked": True, "points": 1,
+                                                     "schema_version": 3, "solution": False, "task": False}})
+    bad = new_code_cell("1", metadata={"nbgrader": {**good.metadata["nbgrader"], "points": "three"}})
+    validator = MetadataValidator()
+    kind = jsonschema.validators.validator_for(validator.schema)
+    checked: list[int] = []
+    original = kind.check_schema
+    monkeypatch.setattr(kind, "check_schema", classmethod(lambda cls, schema, **kw: checked.append(1) or original(schema, **kw)))
+
+    def refusal(module) -> str:
+        monkeypatch.setattr(common, "jsonschema", module)
+        for _ in range(60):
+            validator.validate_cell(good)
+        with pytest.raises(ValidationError) as refused:
+            validator.validate_cell(bad)
+        return str(refused.value)
+
+    plain = refusal(jsonschema)
+    assert len(checked) == 61
+    checked.clear()
+    assert refusal(SchemaCheckedOnce(jsonschema)) == plain and "'three' is not of type 'number'" in plain
+    assert len(checked) == 1
+
+
+def test_the_course_config_gives_nbgrader_the_schema_checked_once():
+    import subprocess
+
+    from lucy_runtime.course import REPO
+
+    probe = ("from traitlets.config.loader import PyFileConfigLoader\n"
+             f"PyFileConfigLoader('nbgrader_config.py', path={str(REPO)!r}).load_config()\n"
+             "from nbgrader.nbgraderformat import common\n"
+             "print(type(common.jsonschema).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["SchemaCheckedOnce"], done.stdout + done.stderr

@@ -276,31 +276,36 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
     """
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
-    with ThreadPoolExecutor(workers) as pool:
-        courses = list(pool.map(lambda i: ScratchCourse(root / f"course-{i}", repo=REPO, units=_with_carried(units)),
-                                 range(workers)))
+    first = ScratchCourse(root / "course-0", repo=REPO, units=_with_carried(units))
+    courses = [first] + [first.copy(root / f"course-{i}") for i in range(1, workers)]
     by_name = {c.name: c for c in (*cases, *alternatives)}
     every_case = {c.name: c for c in CASES}
     for t in tampers:
         by_name[t.name] = t.as_case(every_case.get(t.honest))
+    graded_units = [u for u in first.units if units is None or u in units]
+    # Each course takes every workers-th entry of each unit and grades its units in order,
+    # never waiting for the other courses: Unit B's entries are handed in after that course's
+    # Unit A is graded, so the Unit A each of them carries is not graded as a submission too.
     entries: list[Entry] = []
-    lock = threading.Lock()
-    for unit in [u for u in courses[0].units if units is None or u in units]:
+    placed: list[dict[str, list[Entry]]] = [{unit: [] for unit in graded_units} for _ in courses]
+    for unit in graded_units:
         unit_entries = [Entry("reference", Kind.REFERENCE, unit), Entry("blank-release", Kind.BLANK, unit)]
         unit_entries += [Entry(c.name, Kind.ALTERNATIVE, unit) for c in alternatives if c.unit == unit]
         unit_entries += [Entry(c.name, Kind.CASE, unit, c.expected) for c in cases if c.unit == unit]
         unit_entries += [Entry(t.name, Kind.TAMPER, unit, honest=t.honest) for t in tampers if t.unit == unit]
-        placed: list[dict[str, Entry]] = [{} for _ in courses]
         for index, entry in enumerate(unit_entries):
-            course = courses[index % workers]
-            placed[index % workers][entry.student] = entry
-            _submit(course, unit, entry.student, entry, by_name.get(entry.name))
-        done = [0]
+            placed[index % workers][unit].append(entry)
+        entries += unit_entries
+    lock, done = threading.Lock(), [0]
 
-        def grade_in(i: int) -> None:
-            course, students = courses[i], placed[i]
-            if not students:
-                return
+    def grade_in(i: int) -> None:
+        course = courses[i]
+        for unit, mine in placed[i].items():
+            if not mine:
+                continue
+            students = {entry.student: entry for entry in mine}
+            for entry in mine:
+                _submit(course, unit, entry.student, entry, by_name.get(entry.name))
             began: dict[str, float] = {}
             current: list[str | None] = [None]
 
@@ -312,7 +317,7 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
                     current[0], began[student] = student, now
                     done[0] += 1
                     if progress and student in students:
-                        progress.update(done[0], len(unit_entries), f"{unit}: {students[student].name}")
+                        progress.update(done[0], len(entries), f"{unit}: {students[student].name}")
 
             course.autograde(unit, on_student=tick)
             if current[0] is not None:
@@ -320,9 +325,8 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
             for student, entry in students.items():
                 entry.graded = course.graded(unit, student, name=entry.name, seconds=round(began.get(student, 0.0), 1))
 
-        with ThreadPoolExecutor(workers) as graders:
-            list(graders.map(grade_in, range(workers)))
-        entries += unit_entries
+    with ThreadPoolExecutor(workers) as graders:
+        list(graders.map(grade_in, range(workers)))
     problems, handback = judge(entries), None
     if feedback:
         if progress:

@@ -20,6 +20,7 @@ import json
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 NOT_NEEDED = ("rfc3987_syntax",)
 STARTUP_FILE = "lucy_leave_out_unused_imports.pth"
@@ -53,24 +54,24 @@ class SchemaCheckedOnce:
 
     def __init__(self, jsonschema) -> None:
         self._jsonschema = jsonschema
-        self._validators: dict[str, object] = {}
+        self._validators: dict[str, Any] = {}  # a jsonschema Validator per schema
 
     def __getattr__(self, name: str):
         return getattr(self._jsonschema, name)
 
     def validate(self, instance, schema, cls=None, *args, **kwargs) -> None:
         if cls is not None or args or kwargs:
-            return self._jsonschema.validate(instance, schema, cls, *args, **kwargs)
+            self._jsonschema.validate(instance, schema, cls, *args, **kwargs)
+            return
         key = json.dumps(schema, sort_keys=True)  # by content: nbgrader loads the schema anew per validator
         validator = self._validators.get(key)
         if validator is None:
             kind = self._jsonschema.validators.validator_for(schema)
             kind.check_schema(schema)  # a broken schema raises SchemaError here, as validate would
             validator = self._validators[key] = kind(schema)
-        error = self._jsonschema.exceptions.best_match(validator.iter_errors(instance))  # type: ignore[attr-defined]
+        error = self._jsonschema.exceptions.best_match(validator.iter_errors(instance))
         if error is not None:
             raise error
-        return None
 
 
 def check_metadata_schema_once() -> None:

@@ -85,3 +85,46 @@ def test_a_fresh_interpreter_without_site_packages_or_this_package_reads_the_dat
     (seen_now,) = observe_many([{"db": db(table("report", REPORT_COLUMNS), A_REPORT)}])
     assert [w["state"] for w in seen_now.work] == ["done"] and [r["body"] for r in seen_now.reports] == ["ACME up"]
     assert seen_now.problems == []
+
+
+@pytest.fixture
+def in_orchestrator(monkeypatch):
+    """This test process as the rows' orchestrator, which runs learner code only in its children."""
+    from lucy_runtime import sandbox
+
+    monkeypatch.setattr(sandbox, "_close_inherited", True)
+
+
+def test_in_the_orchestrator_a_forked_observer_sees_what_a_fresh_interpreter_sees(db, in_orchestrator, monkeypatch):
+    from lucy_runtime.checker import observe
+
+    target = {"db": db(table("report", REPORT_COLUMNS), A_REPORT)}
+    forked = observe.observe_many([target, {"db": target["db"] + ".missing"}])
+    interpreted = [Snapshot(**s) for s in observe._read_in_interpreter([target, {"db": target["db"] + ".missing"}], 30)]
+    assert forked == interpreted
+    assert [r["body"] for r in forked[0].reports] == ["ACME up"] and forked[1].problems
+    started = []
+    monkeypatch.setattr(observe.subprocess, "run", lambda *a, **k: started.append(a))
+    observe.observe_many([target])
+    assert started == [], "the orchestrator started an interpreter where a fork would do"
+
+
+def test_a_forked_observer_that_cannot_read_in_time_is_stopped_and_says_so(db, in_orchestrator):
+    from lucy_runtime.checker.observe import observe_many
+    from lucy_runtime.errors import ObserverFailed
+
+    path = db(table("report", REPORT_COLUMNS), A_REPORT)
+    with closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("BEGIN EXCLUSIVE")  # the observer's connection now waits for the lock
+        with pytest.raises(ObserverFailed, match="did not finish in 0.5 s"):
+            observe_many([{"db": path}], timeout=0.5)
+    (seen_now,) = observe_many([{"db": path}])
+    assert seen_now.reports[0]["body"] == "ACME up"
+
+
+def test_a_forked_observer_that_fails_reports_why(in_orchestrator):
+    from lucy_runtime.checker.observe import observe_many
+    from lucy_runtime.errors import ObserverFailed
+
+    with pytest.raises(ObserverFailed, match="KeyError: 'db'"):
+        observe_many([{"log": "/nowhere"}])

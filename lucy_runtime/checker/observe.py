@@ -1,19 +1,22 @@
 """The independent observer, seen from the checker: ``observe_many`` starts a fresh
-process (``lucy_runtime/observer.py``) that reads the files, and ``Snapshot`` is what it saw.
+process that reads the files (``lucy_runtime/observer.py``), and ``Snapshot`` is what it saw.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 from ..errors import ObserverFailed
 from .. import observer
 from ..observer import _find_table, snapshot
-from ..sandbox import dropping_to
+from ..sandbox import dropping_to, orchestrating
 
 __all__ = ["Snapshot", "_find_table", "observe_many", "read_between_children", "snapshot"]
 
@@ -46,17 +49,68 @@ def _same_id(a, b) -> bool:
 
 
 def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot]:
-    """Start one fresh Python process that reads every target and reports what it found."""
+    """Read every target in one fresh process and report what it found.
+
+    In the rows' orchestrator, which runs no learner code itself, that process is a fork of it
+    (a few milliseconds). Anywhere else (a learner's ``check()`` in a kernel, where learner cells
+    may have replaced anything) it is a new interpreter running ``observer.py`` as a bare script.
+    """
+    seen = _read_in_fork(targets, timeout) if orchestrating() else _read_in_interpreter(targets, timeout)
+    _leave_writable(targets)
+    return [Snapshot(**item) for item in seen]
+
+
+def _read_in_interpreter(targets: list[dict], timeout: float) -> list[dict]:
     # -I -S: no site-packages, no environment, not even the script's own folder on the path;
     # the observer needs the standard library alone, and starts three times faster without them.
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-B", observer.__file__],
         input=json.dumps(targets), capture_output=True, text=True, timeout=timeout,
     )
-    _leave_writable(targets)
     if done.returncode != 0:
         raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
-    return [Snapshot(**item) for item in json.loads(done.stdout)]
+    return json.loads(done.stdout)
+
+
+def _read_in_fork(targets: list[dict], timeout: float) -> list[dict]:
+    # The orchestrator holds no connection to these files while no child runs (child.py closes
+    # its watch on each child's end), so a connection opened in the fork starts from nothing.
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 0
+        try:
+            os.close(read_end)
+            data = json.dumps([snapshot(t["db"], t.get("log"), t.get("calls")) for t in targets]).encode()
+        except BaseException as error:  # noqa: BLE001 - reported to the parent, never raised here
+            status, data = 1, f"{type(error).__name__}: {error}".encode()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_end, view):]
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    chunks, deadline = [], time.monotonic() + timeout
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(read_end, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not waiting.select(left):
+                os.close(read_end)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise ObserverFailed(f"the observer process did not finish in {timeout:g} s")
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise ObserverFailed(f"the observer process failed: {data.decode(errors='replace')[-2000:]}")
+    return json.loads(data)
 
 
 def read_between_children(target: dict) -> dict:

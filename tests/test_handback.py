@@ -1,7 +1,7 @@
 """After autograding, verify-grader checks what goes back to learners and out to the educator.
 
 A recording stand-in for the scratch course keeps these fast; the real nbgrader run is in
-test_grader_nbgrader.py and test_educator_cycle.py.
+test_grader_nbgrader.py and test_readme_educator.py.
 """
 
 from __future__ import annotations

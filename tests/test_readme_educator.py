@@ -2,7 +2,8 @@
 
 Its first block releases Unit A, has three learners fetch and hand in (ada: the reference;
 bea: the reference with `finish` a bare `pass`; cal: the notebook as fetched), collects,
-autogrades, generates and releases feedback and exports. The written answers are then
+autogrades, generates and releases feedback and exports, and the learners fetch their
+feedback. The written answers are then
 scored in formgrader in a real browser, as the README's steps say, and its last block
 regenerates feedback and exports again. Export, gradebook and feedback must agree.
 """
@@ -46,7 +47,7 @@ def test_the_readme_names_only_nbgrader_commands_and_the_course_id_of_the_config
     assert "--course=lucy-ch07" in cycle
     assert 'course_id = "lucy-ch07"' in (REPO / "nbgrader_config.py").read_text()
     for verb in ("generate_assignment", "release_assignment", "fetch_assignment", "submit", "collect", "autograde",
-                 "generate_feedback", "release_feedback", "export"):
+                 "generate_feedback", "release_feedback", "export", "fetch_feedback"):
         assert re.search(rf"nbgrader {verb}\b", cycle), verb
     for student in STUDENTS:
         assert re.search(rf"\b{student}\b", cycle), student
@@ -129,6 +130,23 @@ def test_after_autograde_ada_has_every_point_bea_loses_the_finish_rows_and_cal_n
     assert graded["ada"]["cells"][WRITTEN][3] and graded["bea"]["cells"][WRITTEN][3]
     assert graded["cal"]["cells"][WRITTEN][:2] == (0, 3) and not graded["cal"]["cells"][WRITTEN][3]
     assert grades.raw_score.to_dict() == {"ada": top, "bea": top - sum(bea[r][1] for r in lost), "cal": 0.0}
+
+
+def test_each_learner_fetches_the_feedback_released_and_bea_reads_why_each_lost_row_failed(clone):
+    """Before the written answers are scored (the ``scored`` fixture regenerates the feedback)."""
+    lost = {row_of(name) for name, (score, top, kind, *_) in clone.gradebook()["bea"]["cells"].items()
+            if kind == "code" and score < top}
+    for student in STUDENTS:
+        fetched = list((clone.scratch / "lucy-learners" / student / UNIT / "feedback").glob(f"*/{UNIT}.html"))
+        assert len(fetched) == 1, f"{student} fetched {fetched}"
+        assert fetched[0].read_bytes() == clone.feedback(student)
+        html = fetched[0].read_text()
+        assert "BEGIN HIDDEN TESTS" not in html and "grade(&quot;" not in html and 'grade("' not in html
+        assert "ready(" in html or ">ready<" in html, "the visible part of each test cell stays"
+        failing = {row for row in ROWS if f"Row {row} does not hold" in html}
+        assert failing == {"ada": set(), "bea": lost}.get(student, failing), student
+    bea = (clone.scratch / "lucy-learners" / "bea" / UNIT / "feedback").glob(f"*/{UNIT}.html")
+    assert next(bea).read_text().count("Hint: ") >= len(lost) > 0
 
 
 @pytest.fixture(scope="module")

@@ -177,7 +177,7 @@ def telegram_delivery(h: Harness) -> str:
         if answers != ["refused", "unknown", "failed", "nothing to send", "confirmed", "nothing to send"]:
             raise Fail(f"six deliveries answered {answers}")
         sent = api.sent
-        if sorted(m.chat_id for m in sent) != [4411, 9020] or not all(marker in m.text for m in sent):
+        if sorted(str(m.chat_id) for m in sent) != ["4411", "9020"] or not all(marker in m.text for m in sent):
             raise Fail(f"Telegram received {[(m.chat_id, m.text[:30]) for m in sent]}")
         states = [r["delivery"] for r in seen(s.observe()).reports]
         if states != ["confirmed", "unknown", "failed"]:

@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlparse
 
 from .errors import InvalidField
 
+_HOST = "127.0.0.1"
 _ERRORS = {
     400: "Bad Request: chat not found",
     403: "Forbidden: bot was blocked by the user",
@@ -37,7 +38,7 @@ _ERRORS = {
 @dataclass(frozen=True)
 class SentMessage:
     message_id: int
-    chat_id: int
+    chat_id: int | str  # a string only for a channel's @username, as the Bot API allows
     text: str
 
 
@@ -55,7 +56,7 @@ class FakeTelegram:
         self._offset_forgotten = False
         self._errors: list[tuple[int, int]] = []  # (error_code, retry_after) for the next sendMessage calls
         self.requests: list[tuple[str, dict]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer((_HOST, 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     # -- scripting ------------------------------------------------------------
@@ -111,8 +112,7 @@ class FakeTelegram:
     # -- server ---------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{_HOST}:{self._server.server_port}"
 
     def __enter__(self) -> "FakeTelegram":
         self._thread.start()
@@ -139,6 +139,10 @@ class FakeTelegram:
         chat_id, text = params.get("chat_id"), params.get("text")
         if isinstance(chat_id, str) and chat_id.lstrip("-").isdigit():
             chat_id = int(chat_id)
+        if chat_id is None or chat_id == "":
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: chat_id is empty"}
+        if isinstance(chat_id, bool) or not isinstance(chat_id, (int, str)):
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
         if not isinstance(text, str) or not text or len(text) > 4096:
             return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message text is empty or too long"}
         if self.known_chats and chat_id not in self.known_chats:
@@ -165,7 +169,7 @@ class FakeTelegram:
                 pass
 
             def _params(self) -> dict:
-                query = {k: v[-1] for k, v in parse_qs(urlparse(self.path).query).items()}
+                query: dict[str, Any] = {k: v[-1] for k, v in parse_qs(urlparse(self.path).query).items()}
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 if body and "json" in (self.headers.get("Content-Type") or ""):

@@ -80,3 +80,17 @@ def test_the_practice_rubric_names_every_practice_row_and_each_red_flag_of_the_r
     flags = ["per-attempt key", "check-then-act", "swallowed compensation", "no jitter", "minimum throughput",
              "unaudited refusal", "exactly-once claim"]
     assert [flag for flag in flags if flag not in rubric] == []
+
+
+def test_a_publish_that_deletes_its_sent_row_fails_in_flight_resume_as_its_own_mistake(checker, practice_cells):
+    """Not a fault of the checker's: the learner's code removed a row the row judges by its status."""
+    from lucy_runtime.educator.cases import Case, Edit
+
+    deletes = Case("practice-delete-when-sent", "ch07_practice",
+                   (Edit("publish_one", "tx.execute(\"UPDATE outbox SET status = 'sent' WHERE row_id = ?\"",
+                         "tx.execute(\"DELETE FROM outbox WHERE row_id = ?\""),), "", (), "")
+    (result,) = checker.run_rows(learner_with(practice_cells, deletes), [ROWS["practice-in-flight-resume"]],
+                                 seed=37).results
+    assert not result.passed
+    assert "is gone from the table after your code ran" in result.observation, result.observation
+    assert "educator" not in result.hint and "Keep every row" in result.hint

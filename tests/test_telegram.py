@@ -353,3 +353,15 @@ def test_a_wrong_token_is_an_error_naming_the_method(api, store):
 def test_intake_refuses_a_bool_chat_id_in_the_allow_list(api, store):
     with pytest.raises(InvalidField, match="chat ids are integers"):
         intake_for(api, store, SpyAdmit(), {True: "chat-1"})
+
+
+@pytest.mark.parametrize("chat_id, description", [(None, "Bad Request: chat_id is empty"),
+                                                  ("", "Bad Request: chat_id is empty"),
+                                                  (True, "Bad Request: chat not found"),
+                                                  ([4411], "Bad Request: chat not found")])
+def test_the_fake_bot_api_refuses_a_send_without_a_usable_chat_id_as_telegram_does(chat_id, description):
+    with FakeTelegram() as api:  # no known chats: every well-formed chat id would be accepted
+        body = {"text": "ACME closed at 101.20", **({} if chat_id is None else {"chat_id": chat_id})}
+        answer = httpx.post(f"{api.base_url}/bot{api.token}/sendMessage", json=body, timeout=5)
+        assert answer.status_code == 400 and answer.json()["description"] == description
+        assert api.sent == []

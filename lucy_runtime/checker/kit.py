@@ -101,6 +101,8 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         return result.value
     if result.status == "raised":
         error = result.error
+        if error is None:  # the child sends every raised result with its error
+            raise AssertionError(f"{what}: raised, but the child sent no error")
         if is_stub_error(error.type_name, error.message):
             raise Fail(f"{what}: your code is not written yet ({error.describe()})",
                        "Fill in the cell where it says `raise NotImplementedError`, run it, then check again.")
@@ -123,9 +125,16 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
                "its own process cannot be checked.")
 
 
-def expect(condition: bool, observation: str, hint: str | None = None) -> None:
+def expect(condition: object, observation: str, hint: str | None = None) -> None:
     if not condition:
         raise Fail(observation, hint)
+
+
+def claimed(value: dict | None, observation: str, hint: str | None = None) -> dict:
+    """``value``, or a Fail when it is None: ``expect(value is not None, ...)`` that mypy can follow."""
+    if value is None:
+        raise Fail(observation, hint)
+    return value
 
 
 def seen(snapshot: Snapshot) -> Snapshot:
@@ -269,7 +278,7 @@ def seeded(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
     auto = any(name == "work_id" and pk == 1 and info[name] == "INTEGER" for _, name, _, _, _, pk in columns)
     if problems or own:
         return finished(c, source, session, text, marker)
-    values = {"source_id": source, "session_id": session, "text": text, "state": "done"}
+    values: dict[str, str | int] = {"source_id": source, "session_id": session, "text": text, "state": "done"}
     if "generation" in work_columns:
         values["generation"] = 1
     if "worker_id" in work_columns:

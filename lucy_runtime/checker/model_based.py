@@ -235,7 +235,7 @@ def run_model_check(h: Harness) -> str:
                       database=None, phases=[Phase.generate, Phase.shrink], print_blob=False,
                       report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
     try:
-        with with_reporter(lambda text: report.write(str(text) + "\n")), _bounded_shrinking():
+        with with_reporter(lambda text: print(text, file=report)), _bounded_shrinking():
             run_state_machine_as_test(QueueMachine, settings=config)
     except Disagreement as disagreement:
         text = "\n".join([report.getvalue(), *getattr(disagreement, "__notes__", [])])

@@ -28,8 +28,12 @@ def schema_columns(h: Harness) -> str:
 def restart_keeps_work(h: Harness) -> str:
     s = h.scenario("restart")
     source, session, text = h.source_id(), h.session_id(), h.text()
-    ok(s.run(lambda c: [c.admit(c.queue(), source, session, text), c.stop()], plan=Stop()),
-       "admit, then the process dies", expect="crashed", harness=h)
+
+    def script(c: Ctx) -> None:
+        c.admit(c.queue(), source, session, text)
+        c.stop()
+
+    ok(s.run(script, plan=Stop()), "admit, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     rows = snap.work_for(source)
     expect(len(rows) == 1, f"after the restart the store holds {len(rows)} work rows for {source}, not 1")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..harness import Ctx, Harness
-from ..kit import expect, ok, race, row, same_id, seen, topic
+from ..kit import claimed, expect, ok, race, row, same_id, seen, topic
 
 topic("claim", "40–55: bounded admission and a single-worker claim")
 
@@ -120,8 +120,8 @@ def claim_one(h: Harness) -> str:
     expect(third is None, f"a third claim from two requests returned {third}")
     snap = seen(s.observe())
     for got in (first, second):
-        stored = snap.work_by_id(got["work_id"])
-        expect(stored is not None, f"claim returned work_id {got['work_id']!r}, which is not in the store")
+        stored = claimed(snap.work_by_id(got["work_id"]),
+                         f"claim returned work_id {got['work_id']!r}, which is not in the store")
         expect(stored["state"] == "running", f"claimed work is stored as {stored['state']!r}, not 'running'")
         expect(got["session_id"] == stored["session_id"] and got["text"] == stored["text"],
                "the Assignment does not carry the stored session and text")

@@ -72,6 +72,8 @@ def finish_binds_work(h: Harness) -> str:
         for src in sources:
             c.admit(q, src, session, text)
         x, y = c.claim(q, "w1"), c.claim(q, "w1")
+        if x is None or y is None:
+            raise AssertionError(f"claim returned {x} and then {y} although two requests were pending")
         c.finish(q, y, LoopResult(f"brief [{markers[1]}]", session, 1))
         return x, y
 

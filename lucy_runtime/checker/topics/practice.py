@@ -79,6 +79,16 @@ def recover(c: Ctx, service: FakeCaseService) -> int:
     return value
 
 
+def still_there(found: dict | None, what: str) -> dict:
+    """A row the checker's own setup wrote, as the observer found it; only the learner's code can have
+    deleted it, and a row it deleted can no longer say whether it was sent."""
+    if found is None:
+        raise Fail(f"{what} is gone from the table after your code ran",
+                   "Keep every row and record what happened to it in its own columns: a deleted row "
+                   "cannot tell the next run, or anyone reading the table, that it was already sent.")
+    return found
+
+
 def broker(c: Ctx) -> FakeBroker:
     return FakeBroker(c.scenario.log, probe=PROBE)
 
@@ -177,7 +187,7 @@ def practice_in_flight_resume(h: Harness) -> str:
                "on its way", "Mark the row with a state of its own (for example 'publishing') and commit it "
                "before you call the broker.")
     for snap, row_id, answer, (_, when) in zip(resumed, row_ids, answers, moments):
-        got, messages = snap.row(row_id), snap.messages_for(row_id)
+        got, messages = still_there(snap.row(row_id), f"outbox row {row_id}"), snap.messages_for(row_id)
         expect(got["status"] == "sent" and messages == 1,
                f"stopped {when}, then run again, the row is {got['status']!r} and the broker holds {messages} "
                "messages for it, not 'sent' and 1",
@@ -269,8 +279,8 @@ def practice_grant_at_most_once(h: Harness) -> str:
         expect(answer["again"]["outcome"] == "granted", f"with {_named(steps)}, the redelivered event answered "
                f"{answer['again']['outcome']!r}: the service answers 409 with the seat for a key it knows",
                "A 409 for your own key is the same seat, granted earlier: answer GRANTED with its seat_id.")
-    keys = [next(iter({post["key"] for post in snap.posts})) for snap in snaps]
-    expect(len(set(keys)) == len(keys), "two different requests were sent with the same key")
+    request_keys = [next(iter({post["key"] for post in snap.posts})) for snap in snaps]
+    expect(len(set(request_keys)) == len(request_keys), "two different requests were sent with the same key")
     return f"{len(scripts)} scripted failures, each request delivered twice: one seat per request, one key each"
 
 
@@ -382,9 +392,10 @@ def practice_recover_from_receipt(h: Harness) -> str:
         expect(snap.submits(keys[case]) == 1, f"when {what}, the service received {snap.submits(keys[case])} submit "
                "requests for the case, not 1", "Ask the service first: submit only when lookup finds nothing.")
     expect(len(snap.actions) == 3 and len(receipts) == 3, f"the service holds {len(snap.actions)} actions for 3 sent cases")
-    expect(snap.case(done)["receipt"] == receipts[keys[done]] and snap.submits(keys[done]) == 1,
+    expect(still_there(snap.case(done), f"ledger case {done}")["receipt"] == receipts[keys[done]]
+           and snap.submits(keys[done]) == 1,
            "recovery touched a case that already had its receipt")
-    expect(snap.case(fresh)["intent"] == "new" and snap.submits(keys[fresh]) == 0,
+    expect(still_there(snap.case(fresh), f"ledger case {fresh}")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
            "recovery sent a case whose worker never recorded an intent")
     expect((first, second) == (2, 0), f"recover_cases answered {first} and then {second}; 2 rows needed it, then none")
     return "both stranded cases carry the service's own receipt; one submit request per case, none twice"
@@ -412,9 +423,9 @@ def practice_recover_sweep(h: Harness) -> str:
             receipts = {a["key"]: a["receipt_id"] for a in snap.actions}
             expect(len(snap.actions) == 2, f"{where}, the service holds {len(snap.actions)} actions for 2 cases")
             for case in (committed, lost):
-                key = case_key(tenant, case)
-                expect(snap.case(case)["receipt"] == receipts.get(key),
-                       f"{where}, case {case} holds receipt {snap.case(case)['receipt']!r}, the service {receipts.get(key)!r}")
+                key, got = case_key(tenant, case), still_there(snap.case(case), f"ledger case {case}")
+                expect(got["receipt"] == receipts.get(key),
+                       f"{where}, case {case} holds receipt {got['receipt']!r}, the service {receipts.get(key)!r}")
                 expect(snap.submits(key) == 1, f"{where}, the service received {snap.submits(key)} submits for {case}")
 
         points = practice_sweep(p, "recover", setup, lambda c, _: recover(c, case_service(c)), judge,

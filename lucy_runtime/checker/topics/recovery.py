@@ -6,7 +6,7 @@ from ..attempts import SWALLOWED_HINT, Attempt, attempt
 from ...transport import Behaviour
 from ..harness import Ctx, Harness
 from ...loop import LoopResult
-from ..kit import (admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
+from ..kit import (Fail, admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
                    whole_number)
 
 topic("recovery", "45–60: resolving UNKNOWN with the service's own record")
@@ -119,12 +119,13 @@ def second_generation(h: Harness) -> str:
     expect(len(reports) == 2, f"the request has {len(reports)} stored reports after two generations, not 2")
     r1 = next((r for r in reports if str(r["report_id"]) == str(first["report_id"])), None)
     r2 = next((r for r in reports if str(r["report_id"]) == str(second["report_id"])), None)
-    expect(r1 is not None and r2 is not None and r1 is not r2, "the two generations' reports do not have two ids")
+    if r1 is None or r2 is None or r1 is r2:
+        raise Fail("the two generations' reports do not have two ids")
     expect(first_marker in r1["body"] and r1["delivery"] == "confirmed",
            "the first report was rewritten by the second generation")
     expect(second_marker in r2["body"] and r2["delivery"] == "pending", "the second report does not carry its own answer")
     first_generation, second_generation = whole_number(r1["generation"]), whole_number(r2["generation"])
-    expect(None not in (first_generation, second_generation) and second_generation > first_generation,
+    expect(first_generation is not None and second_generation is not None and second_generation > first_generation,
            f"generations {r1['generation']!r} and {r2['generation']!r} do not tell the reports apart")
 
     early, other = h.scenario("generation-too-early"), h.source_id()

@@ -47,7 +47,7 @@ def crash_sweep(h: Harness) -> str:
                                 lambda c, a: c.finish(c.queue(), a, result),
                                 lambda snap, where: judge_completion(snap, source, where)))
 
-    def second_run(c: Ctx) -> dict:
+    def second_run(c: Ctx) -> dict | None:
         q = c.queue()
         first = finished(c, source, session, text, first_marker)
         c.deliver_one(c.transport([]))

@@ -309,11 +309,6 @@ _close_inherited = False
 learner code can write to the pipe its answers leave by."""
 
 
-def orchestrating() -> bool:
-    """True in the rows' orchestrator: a process that runs learner code only in its children."""
-    return _close_inherited
-
-
 def dropping_to() -> tuple[int, int] | None:
     """The (uid, gid) this process's children run learner code as; None when they keep ours."""
     return _drop_to

@@ -82,34 +82,36 @@ def test_a_fresh_interpreter_without_site_packages_or_this_package_reads_the_dat
     tree = ast.parse(open(observer.__file__, encoding="utf-8").read())
     relative = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
     assert relative == [], "the observer script cannot import from its own package"
-    (seen_now,) = observe_many([{"db": db(table("report", REPORT_COLUMNS), A_REPORT)}])
+    (seen_now,) = observe_many([{"db": db(table("report", REPORT_COLUMNS), A_REPORT)}], fork=False)
     assert [w["state"] for w in seen_now.work] == ["done"] and [r["body"] for r in seen_now.reports] == ["ACME up"]
     assert seen_now.problems == []
 
 
-@pytest.fixture
-def in_orchestrator(monkeypatch):
-    """This test process as the rows' orchestrator, which runs learner code only in its children."""
-    from lucy_runtime import sandbox
+def test_a_forked_observer_sees_what_a_fresh_interpreter_sees(db):
+    from lucy_runtime.checker.observe import observe_many
 
-    monkeypatch.setattr(sandbox, "_close_inherited", True)
-
-
-def test_in_the_orchestrator_a_forked_observer_sees_what_a_fresh_interpreter_sees(db, in_orchestrator, monkeypatch):
-    from lucy_runtime.checker import observe
-
-    target = {"db": db(table("report", REPORT_COLUMNS), A_REPORT)}
-    forked = observe.observe_many([target, {"db": target["db"] + ".missing"}])
-    interpreted = [Snapshot(**s) for s in observe._read_in_interpreter([target, {"db": target["db"] + ".missing"}], 30)]
-    assert forked == interpreted
+    targets = [{"db": db(table("report", REPORT_COLUMNS), A_REPORT)}, {"db": "/nowhere/lucy.sqlite3"}]
+    forked = observe_many(targets, fork=True)
+    assert forked == observe_many(targets, fork=False)
     assert [r["body"] for r in forked[0].reports] == ["ACME up"] and forked[1].problems
-    started = []
-    monkeypatch.setattr(observe.subprocess, "run", lambda *a, **k: started.append(a))
-    observe.observe_many([target])
-    assert started == [], "the orchestrator started an interpreter where a fork would do"
 
 
-def test_a_forked_observer_that_cannot_read_in_time_is_stopped_and_says_so(db, in_orchestrator):
+@pytest.mark.parametrize("learner, forks", [("source", True), ("kernel", False), ("swapped kernel", False)])
+def test_the_observer_forks_only_from_a_process_where_no_learner_code_has_run(db, monkeypatch, learner, forks):
+    """A kernel's check() runs the learner's cells in the kernel itself: its observer is a new interpreter."""
+    from lucy_runtime.checker import observe
+    from lucy_runtime.checker.harness import Harness, KernelLearner, SourceLearner, SwappedLearner
+
+    code = {"source": SourceLearner([]), "kernel": KernelLearner({}),
+            "swapped kernel": SwappedLearner(KernelLearner({}), {"finish": "broken_finish"})}[learner]
+    asked = []
+    monkeypatch.setattr(observe, "in_fresh_process", lambda read, targets, **how: asked.append(how["fork"]) or [])
+    with Harness(code) as harness:
+        harness.observe([harness.scenario("any")])
+    assert asked == [forks]
+
+
+def test_a_forked_observer_that_cannot_read_in_time_is_stopped_and_says_so(db):
     from lucy_runtime.checker.observe import observe_many
     from lucy_runtime.errors import ObserverFailed
 
@@ -117,14 +119,14 @@ def test_a_forked_observer_that_cannot_read_in_time_is_stopped_and_says_so(db, i
     with closing(sqlite3.connect(path, isolation_level=None)) as holder:
         holder.execute("BEGIN EXCLUSIVE")  # the observer's connection now waits for the lock
         with pytest.raises(ObserverFailed, match="did not finish in 0.5 s"):
-            observe_many([{"db": path}], timeout=0.5)
-    (seen_now,) = observe_many([{"db": path}])
+            observe_many([{"db": path}], fork=True, timeout=0.5)
+    (seen_now,) = observe_many([{"db": path}], fork=True)
     assert seen_now.reports[0]["body"] == "ACME up"
 
 
-def test_a_forked_observer_that_fails_reports_why(in_orchestrator):
+def test_a_forked_observer_that_fails_reports_why():
     from lucy_runtime.checker.observe import observe_many
     from lucy_runtime.errors import ObserverFailed
 
     with pytest.raises(ObserverFailed, match="KeyError: 'db'"):
-        observe_many([{"log": "/nowhere"}])
+        observe_many([{"log": "/nowhere"}], fork=True)

@@ -123,7 +123,8 @@ def test_stop_here_refuses_to_end_the_process_it_was_not_started_for():
         stop_here()
 
 
-def test_reading_a_log_leaves_no_wal_file_behind_for_the_next_writer(tmp_path):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked observer", "observer interpreter"])
+def test_reading_a_log_leaves_no_wal_file_behind_for_the_next_writer(tmp_path, fork):
     """A reader running as another user must not leave files the next writer cannot write."""
     from lucy_runtime.checker.practice_observe import observe_practice
 
@@ -133,7 +134,8 @@ def test_reading_a_log_leaves_no_wal_file_behind_for_the_next_writer(tmp_path):
     FakeBroker(tmp_path / "broker.sqlite3").publish("m1", "hello")
     before = sorted(p.name for p in tmp_path.iterdir())
     read_messages(tmp_path / "broker.sqlite3")
-    [snap] = observe_practice([{"db": str(tmp_path / "lucy.sqlite3"), "log": str(tmp_path / "broker.sqlite3")}])
+    [snap] = observe_practice([{"db": str(tmp_path / "lucy.sqlite3"), "log": str(tmp_path / "broker.sqlite3")}],
+                              fork=fork)
     assert snap.row("m1")["status"] == "pending" and snap.messages_for("m1") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert not [p for p in before if p.endswith(("-wal", "-shm"))]

@@ -33,11 +33,17 @@ from .observe import Snapshot, observe_many
 
 
 class LearnerCode(Protocol):
+    @property
+    def runs_here(self) -> bool:
+        """True when the learner's code has run in this process (a kernel), not only in its children."""
+
     def namespace(self) -> dict: ...
 
 
 class KernelLearner:
     """The learner's functions as they stand in a running kernel (inherited by fork)."""
+
+    runs_here = True
 
     def __init__(self, namespace: dict):
         self._namespace = namespace
@@ -77,6 +83,8 @@ class SourceLearner:
     without nbgrader metadata; its statements run one by one, and one that fails (a name
     only an experiment made) is passed over, as an error in such a cell is in the kernel.
     """
+
+    runs_here = False
 
     def __init__(self, cells: list[tuple[str, str]]):
         self.cells = list(cells)
@@ -122,6 +130,10 @@ class SwappedLearner:
 
     def __init__(self, base: "LearnerCode", swaps: dict[str, str]):
         self.base, self.swaps = base, dict(swaps)
+
+    @property
+    def runs_here(self) -> bool:
+        return self.base.runs_here
 
     def namespace(self) -> dict:
         ns = self.base.namespace()
@@ -298,7 +310,7 @@ class Scenario:
         return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}
 
     def observe(self) -> Snapshot:
-        return observe_many([self.target()])[0]
+        return self.harness.observe([self])[0]
 
 
 RAM_FOLDER = Path("/dev/shm")
@@ -337,6 +349,18 @@ class Harness:
     def scenario(self, name: str) -> Scenario:
         self._names += 1
         return Scenario(self, f"{self._names:03d}-{name}")
+
+    @property
+    def forks_observer(self) -> bool:
+        """The observer may be a fork of this process: the learner's code runs only in its children.
+
+        In a kernel it has run here too, and could have replaced anything the fork would inherit.
+        """
+        return not self.learner.runs_here
+
+    def observe(self, scenarios: list[Scenario]) -> list[Snapshot]:
+        """What one fresh process finds in each scenario's files."""
+        return observe_many([s.target() for s in scenarios], fork=self.forks_observer)
 
     def token(self, length: int = 6) -> str:
         return "".join(self.rng.choice(string.ascii_lowercase + string.digits) for _ in range(length))

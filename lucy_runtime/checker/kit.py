@@ -21,7 +21,7 @@ from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
 from .faults import Count, KillAt, PauseForRival, Rival, crash_points
 from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
-from .observe import Snapshot, _find_table, observe_many
+from .observe import Snapshot, _find_table
 from .stub import is_stub_error
 
 
@@ -220,7 +220,7 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
         if after is not None:
             ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
         scenarios.append(s)
-    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
+    for n, snap in enumerate(h.observe(scenarios), start=1):
         judge(seen(snap), f"stopping {name} before {points[n - 1]!r}")
     return points
 

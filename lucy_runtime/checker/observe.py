@@ -1,5 +1,6 @@
 """The independent observer, seen from the checker: ``observe_many`` starts a fresh
 process that reads the files (``lucy_runtime/observer.py``), and ``Snapshot`` is what it saw.
+``in_fresh_process`` starts that process for this observer and the practice rows' one.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from ..errors import ObserverFailed
 from .. import observer
 from ..observer import _find_table, snapshot
-from ..sandbox import dropping_to, orchestrating
+from ..sandbox import dropping_to
 
-__all__ = ["Snapshot", "_find_table", "observe_many", "read_between_children", "snapshot"]
+__all__ = ["Snapshot", "_find_table", "in_fresh_process", "observe_many", "read_between_children", "snapshot"]
 
 
 @dataclass(frozen=True)
@@ -48,40 +50,46 @@ def _same_id(a, b) -> bool:
     return a == b or str(a) == str(b)
 
 
-def observe_many(targets: list[dict], *, timeout: float = 30.0) -> list[Snapshot]:
+def observe_many(targets: list[dict], *, fork: bool, timeout: float = 30.0) -> list[Snapshot]:
     """Read every target in one fresh process and report what it found.
 
-    In the rows' orchestrator, which runs no learner code itself, that process is a fork of it
-    (a few milliseconds). Anywhere else (a learner's ``check()`` in a kernel, where learner cells
-    may have replaced anything) it is a new interpreter running ``observer.py`` as a bare script.
+    ``fork``: that process may be a fork of this one (``Harness.forks_observer``: no learner code
+    has run here). Otherwise it is a new interpreter running ``observer.py`` as a bare script;
+    -I -S: no site-packages, no environment, not even the script's own folder on the path.
     """
-    seen = _read_in_fork(targets, timeout) if orchestrating() else _read_in_interpreter(targets, timeout)
+    seen = in_fresh_process(_snapshots, targets, fork=fork, timeout=timeout,
+                            command=[sys.executable, "-I", "-S", "-B", observer.__file__])
     _leave_writable(targets)
     return [Snapshot(**item) for item in seen]
 
 
-def _read_in_interpreter(targets: list[dict], timeout: float) -> list[dict]:
-    # -I -S: no site-packages, no environment, not even the script's own folder on the path;
-    # the observer needs the standard library alone, and starts three times faster without them.
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", "-B", observer.__file__],
-        input=json.dumps(targets), capture_output=True, text=True, timeout=timeout,
-    )
+def _snapshots(targets: list[dict]) -> list[dict]:
+    return [snapshot(t["db"], t.get("log"), t.get("calls")) for t in targets]
+
+
+def in_fresh_process(read: Callable[[list[dict]], list[dict]], targets: list[dict], *, fork: bool, timeout: float,
+                     command: list[str], env: dict[str, str] | None = None) -> list[Any]:
+    """``read(targets)`` in a process that shares nothing with the learner's: a fork of this one
+    (a few milliseconds), or ``command``, a script that reads the targets as JSON on stdin and
+    prints what ``read`` returns (a new interpreter, for a process where learner code has run)."""
+    if fork:
+        return _read_in_fork(read, targets, timeout)
+    done = subprocess.run(command, input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode != 0:
         raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout)
 
 
-def _read_in_fork(targets: list[dict], timeout: float) -> list[dict]:
-    # The orchestrator holds no connection to these files while no child runs (child.py closes
-    # its watch on each child's end), so a connection opened in the fork starts from nothing.
+def _read_in_fork(read: Callable[[list[dict]], list[dict]], targets: list[dict], timeout: float) -> list[Any]:
+    # The parent holds no connection to these files while no child runs (child.py closes its
+    # watch on each child's end), so a connection opened in the fork starts from nothing.
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         status = 0
         try:
             os.close(read_end)
-            data = json.dumps([snapshot(t["db"], t.get("log"), t.get("calls")) for t in targets]).encode()
+            data = json.dumps(read(targets)).encode()
         except BaseException as error:  # noqa: BLE001 - reported to the parent, never raised here
             status, data = 1, f"{type(error).__name__}: {error}".encode()
         try:

@@ -1,16 +1,15 @@
 """The practice rows' observer, seen from the checker: ``observe_practice`` starts a fresh
-process (``lucy_runtime/practice/observer.py``) that reads the files, and
+process that reads the files (``lucy_runtime/practice/observer.py``), and
 ``PracticeSnapshot`` is what it saw."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from ..errors import ObserverFailed
+from ..practice.observer import snapshot
+from .observe import in_fresh_process
 
 
 @dataclass(frozen=True)
@@ -40,13 +39,15 @@ class PracticeSnapshot:
         return sum(1 for r in self.case_requests if r["verb"] == "submit" and r["key"] == key)
 
 
-def observe_practice(targets: list[dict], *, timeout: float = 30.0) -> list[PracticeSnapshot]:
-    """Start one fresh Python process that reads every target and reports what it found."""
+def observe_practice(targets: list[dict], *, fork: bool, timeout: float = 30.0) -> list[PracticeSnapshot]:
+    """Read every target in one fresh process (``observe.in_fresh_process``) and report what it found."""
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-B", "-m", "lucy_runtime.practice.observer"],
-                          input=json.dumps(targets), capture_output=True, text=True, timeout=timeout, env=env)
-    if done.returncode != 0:
-        raise ObserverFailed(f"the observer process failed: {done.stderr.strip()[-2000:]}")
-    return [PracticeSnapshot(**item) for item in json.loads(done.stdout)]
+    seen = in_fresh_process(_snapshots, targets, fork=fork, timeout=timeout, env=env,
+                            command=[sys.executable, "-B", "-m", "lucy_runtime.practice.observer"])
+    return [PracticeSnapshot(**item) for item in seen]
+
+
+def _snapshots(targets: list[dict]) -> list[dict]:
+    return [snapshot(t["db"], t["log"]) for t in targets]

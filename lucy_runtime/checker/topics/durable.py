@@ -6,7 +6,7 @@ from ...loop import LoopResult
 from ..attempts import Attempt, attempt
 from ..faults import Count, FailAt, Stop
 from ..harness import Ctx, Harness
-from ..observe import Snapshot, observe_many
+from ..observe import Snapshot
 from ..kit import admit_and_claim, expect, expect_raised, ok, preparation, row, seen, sweep, topic
 
 topic("durable", "75–85: what a reopened store shows")
@@ -115,7 +115,7 @@ def finish_rollback(h: Harness) -> str:
         expect_raised(answer, f"when write {n} of finish failed, finish",
                        "the caller cannot know the report was not stored")
         scenarios.append(s)
-    for n, snap in enumerate(observe_many([s.target() for s in scenarios]), start=1):
+    for n, snap in enumerate(h.observe(scenarios), start=1):
         work = seen(snap).work_for(source)
         expect(work and work[0]["state"] == "running" and not snap.reports,
                f"after write {n} of finish failed, the store shows {[w['state'] for w in work]} with "

@@ -44,7 +44,8 @@ def look(scenarios: list, logs: list | None = None, *, tables: bool = True) -> l
     ``tables=False``: the row reads only the fake's log (exercise 2 keeps no table of its own).
     """
     logs = logs or [s.log for s in scenarios]
-    snaps = observe_practice([{"db": str(s.db), "log": str(log)} for s, log in zip(scenarios, logs)])
+    snaps = observe_practice([{"db": str(s.db), "log": str(log)} for s, log in zip(scenarios, logs)],
+                             fork=all(s.harness.forks_observer for s in scenarios))
     for snap in snaps:
         if snap.problems and tables:
             raise Fail("the observer, reading the files from a fresh process, found " + "; ".join(snap.problems),

@@ -285,11 +285,15 @@ def execute_notebooks(folder: Path) -> RowResult:
     with tempfile.TemporaryDirectory(prefix="lucy-checkpoint-") as scratch:
         for path in notebooks:
             shutil.copytree(path.parent, Path(scratch) / path.stem, dirs_exist_ok=True)
+        # Each notebook makes a workspace in the temporary folder: the kernel's is in the scratch copy, and goes with it.
+        kernel_tmp = Path(scratch) / "tmp"
+        kernel_tmp.mkdir()
         for unit in UNITS:
             path = Path(scratch) / unit / f"{unit}.ipynb"
             nb = nbformat.read(str(path), as_version=4)
             NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+                           resources={"metadata": {"path": str(path.parent)}}).execute(
+                env={**os.environ, "TMPDIR": str(kernel_tmp)})
             for index, cell in enumerate(nb.cells):
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":

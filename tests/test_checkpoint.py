@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -28,16 +29,20 @@ def learner_folder(tmp_path, case=None):
     return tmp_path
 
 
-def checkpoint(folder, *extra):
+def checkpoint(folder, *extra, tmp=None):
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp else None
     return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "checkpoint", "ch07", str(folder),
                            "--records", str(folder / "records"), "--json", str(folder / "record.json"), *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+                          cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
 
 
 @pytest.mark.slow
-def test_a_completed_learner_is_ready_and_a_record_is_saved(tmp_path):
-    done = checkpoint(learner_folder(tmp_path))
+def test_a_completed_learner_is_ready_a_record_is_saved_and_no_workspace_is_left_behind(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = checkpoint(learner_folder(tmp_path), tmp=scratch)
     assert done.returncode == 0, done.stdout[-3000:]
+    assert sorted(p.name for p in scratch.iterdir()) == [], "the notebooks' workspaces outlived the checkpoint"
     record = json.loads((tmp_path / "record.json").read_text())
     assert record["ready"] is True
     ids = [r["row_id"] for r in record["rows"]]

@@ -69,7 +69,9 @@ def running_lab(root: Path, settings: Path, *, extra_args: tuple[str, ...] = (),
     """``jupyter lab`` on 127.0.0.1 (a free port, a fresh token) with ``root`` as its root
     and working folder; stopped (terminate, then kill) when the block ends."""
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1", JUPYTERLAB_SETTINGS_DIR=str(settings),
+    scratch = Path(settings).parent / "lab-tmp"  # the notebooks' workspaces go with the test's own folder
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1", JUPYTERLAB_SETTINGS_DIR=str(settings), TMPDIR=str(scratch),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
     out = open(log, "w") if log else subprocess.DEVNULL
     server = subprocess.Popen(

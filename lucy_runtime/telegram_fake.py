@@ -57,7 +57,10 @@ class FakeTelegram:
         self._errors: list[tuple[int, int]] = []  # (error_code, retry_after) for the next sendMessage calls
         self.requests: list[tuple[str, dict]] = []
         self._server = ThreadingHTTPServer((_HOST, 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop's next poll: at the default 0.5 s, every fake's
+        # end took half a second.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
 
     # -- scripting ------------------------------------------------------------
     def message(self, chat_id: Any, message_id: Any, text: Any, **extra: Any) -> int:

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
 # Two pytest workers, one test module each at a time (modules share one nbgrader course per module),
-# in the order tests/conftest.py gives (LONGEST_FIRST). Three workers were tried on 2026-12-01:
+# the longest modules first (tests/conftest.py: LONGEST_FIRST). Three workers were tried on 2026-12-01:
 # fresh clones took 16.8 and 17.9 minutes against about 16 with two, because the verify, the
 # longest module, then gets less of the two cores.
 PYTEST_JOBS ?= -n 2 --dist loadfile --no-loadscope-reorder

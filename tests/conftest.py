@@ -49,20 +49,17 @@ def store(tmp_path: Path) -> Store:
         yield opened
 
 
-# The order modules start in. With `--dist loadfile` each module runs whole on one worker, and a
-# long module that starts last leaves the other worker idle at the end; pytest-xdist's own
-# reordering counts tests, not seconds, so the Makefile turns it off (--no-loadscope-reorder).
-# The verify (test_grader_nbgrader) takes one worker for about 6 minutes and grades in two
-# nbgrader processes of its own, so the cores stay busy whatever the other worker does: the
-# modules that spend their time waiting (on a browser, JupyterLab, PostgreSQL, a time limit) go
-# beside it. After it, both workers run modules that keep a core busy, longest first. In a run
-# with the waiting modules after the verify, the cores were 15% idle for its last 4 minutes
-# (`vmstat`, 2026-12-01).
-BESIDE_THE_VERIFY = ("test_readme_educator", "test_parallel_autograde", "test_browser", "test_book_site")
-LONGEST_FIRST = ("test_grader_nbgrader", *BESIDE_THE_VERIFY, "test_alternatives", "test_grader_self_checks",
-                 "test_checkpoint", "test_grading_isolation", "test_failed_release_changes_nothing", "test_rows",
-                 "test_cli", "test_crash_injection", "test_mutation", "test_code_health", "test_educator_cycle",
-                 "test_docs", "test_telegram", "test_gradebook", "test_checker_behaviour", "test_notebooks")
+# Longest first. With `--dist loadfile` each module runs whole on one worker, and a long
+# module that starts last leaves the other worker idle at the end. These modules took the
+# longest in a `--durations` run (2026-12-01); pytest-xdist's own reordering counts tests,
+# not seconds, so the Makefile turns it off (--no-loadscope-reorder) and this order holds.
+# Starting the modules that mostly wait (browser, JupyterLab, PostgreSQL) beside the verify
+# instead was tried (2026-12-01): the verify then took 426 s instead of about 380, and the
+# fresh clone 11:01 against 10:27 and 10:35 in this order.
+LONGEST_FIRST = ("test_grader_nbgrader", "test_readme_educator", "test_alternatives", "test_parallel_autograde",
+                 "test_grader_self_checks", "test_checkpoint", "test_grading_isolation", "test_book_site",
+                 "test_failed_release_changes_nothing", "test_browser", "test_rows", "test_cli", "test_crash_injection",
+                 "test_educator_cycle", "test_code_health", "test_mutation")
 
 
 def pytest_collection_modifyitems(items):

@@ -97,7 +97,7 @@ def test_a_forked_observer_sees_what_a_fresh_interpreter_sees(db):
 
 
 @pytest.mark.parametrize("learner, forks", [("source", True), ("kernel", False), ("swapped kernel", False)])
-def test_the_observer_forks_only_from_a_process_where_no_learner_code_has_run(db, monkeypatch, learner, forks):
+def test_the_observer_forks_only_from_a_process_where_no_learner_code_has_run(monkeypatch, learner, forks):
     """A kernel's check() runs the learner's cells in the kernel itself: its observer is a new interpreter."""
     from lucy_runtime.checker import observe
     from lucy_runtime.checker.harness import Harness, KernelLearner, SourceLearner, SwappedLearner

@@ -17,7 +17,7 @@ from ..child import PROBE
 from ..faults import Count, KillAt, Stop, crash_points
 from ..harness import Ctx, Harness, broken
 from ..practice_observe import PracticeSnapshot, observe_practice
-from ..kit import Fail, expect, ok, preparation, row, topic
+from ..kit import Fail, claimed, expect, ok, preparation, row, topic
 
 UNIT = "P"
 
@@ -83,11 +83,9 @@ def recover(c: Ctx, service: FakeCaseService) -> int:
 def still_there(found: dict | None, what: str) -> dict:
     """A row the checker's own setup wrote, as the observer found it; only the learner's code can have
     deleted it, and a row it deleted can no longer say whether it was sent."""
-    if found is None:
-        raise Fail(f"{what} is gone from the table after your code ran",
+    return claimed(found, f"{what} is gone from the table after your code ran",
                    "Keep every row and record what happened to it in its own columns: a deleted row "
                    "cannot tell the next run, or anyone reading the table, that it was already sent.")
-    return found
 
 
 def broker(c: Ctx) -> FakeBroker:

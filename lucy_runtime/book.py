@@ -13,9 +13,11 @@ copies from the npm package into the site: a built site needs no network.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -129,7 +131,9 @@ def build(repo: Path, edition: Edition, out: Path, mermaid_dist: Path | None = N
     """Stage and build one edition; the site is ``out/<edition>/_build/html``."""
     staged = stage(repo, edition, Path(out) / edition.value, mermaid_dist)
     command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(staged), "--builder", "html", "--all"]
-    done = run(command, cwd=staged, capture_output=True, text=True)
+    # The educator edition runs the notebooks; each makes a workspace in the temporary folder.
+    with tempfile.TemporaryDirectory(prefix="lucy-book-") as scratch:
+        done = run(command, cwd=staged, capture_output=True, text=True, env={**os.environ, "TMPDIR": scratch})
     html = staged / "_build" / "html"
     if done.returncode != 0 or not (html / "index.html").exists():
         raise BookBuildFailed(f"jupyter-book build of the {edition.value} edition failed:\n"

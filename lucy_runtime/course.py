@@ -34,17 +34,21 @@ CONFIG_BROKEN = "Exception while loading config file"
 """traitlets logs this and carries on without the file: every setting in it silently lost."""
 
 
-def _env() -> dict[str, str]:
+def _env(tmp: str | os.PathLike | None = None) -> dict[str, str]:
+    """nbgrader's environment; with ``tmp``, the temporary folder it and its kernels use."""
     env = dict(os.environ)
     env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     # nbgrader runs `alembic` (and the kernel) by name: this interpreter's bin folder comes first.
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
     return env
 
 
-def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900) -> str:
-    """Run one nbgrader command in ``cwd`` (a course directory); return its output."""
-    env = _env()
+def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900, tmp: Path | None = None) -> str:
+    """Run one nbgrader command in ``cwd`` (a course directory); return its output. With ``tmp``,
+    what it and its kernels put in the temporary folder goes there."""
+    env = _env(tmp)
     done = subprocess.run([*NBGRADER, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
     output = done.stdout + done.stderr
@@ -118,8 +122,9 @@ def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student
         if found:
             on_student(found.group(1))
 
-    done = stream_lines([*NBGRADER, *args], cwd=cwd, timeout=timeout, on_line=on_line,
-                        env=_env())
+    # A command stopped at its time limit leaves its kernel's scratch copy behind: in a folder of its own.
+    with tempfile.TemporaryDirectory(prefix="lucy-nbgrader-") as tmp:
+        done = stream_lines([*NBGRADER, *args], cwd=cwd, timeout=timeout, on_line=on_line, env=_env(tmp))
     if done.timed_out:
         raise NbgraderFailed(args, done.output + f"\n(no end after {timeout:g} s: stopped)")
     if done.returncode != 0 or CONFIG_BROKEN in done.output:
@@ -215,16 +220,20 @@ def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
         for area in ("source", "release"):
             shutil.copytree(root / area, scratch_root / area, ignore=shutil.ignore_patterns("*.md"))
         present = [unit for unit in units if (scratch_root / "source" / unit).exists()]
+        # nbgrader validate runs each notebook in a kernel of its own (not the grading sandbox's), and
+        # each makes a workspace in the temporary folder: keep those in the scratch copy too.
+        tmp = scratch_root / "tmp"
+        tmp.mkdir()
         # One nbgrader command per side; it prints one verdict per notebook, in order, without naming it.
         for area, flags, success, fault in (
                 ("source", [], "Success! Your notebook passes all the tests.", "does not pass its own tests"),
                 ("release", ["--invert"], "Success! The notebook does not pass any tests.",
                  "passes a test although nothing is written")):
             notebooks = [f"{area}/{unit}/{unit}.ipynb" for unit in present]
-            if not notebooks or nbgrader(["validate", *flags, *notebooks], cwd=scratch_root).count(success) == len(notebooks):
+            if not notebooks or nbgrader(["validate", *flags, *notebooks], cwd=scratch_root, tmp=tmp).count(success) == len(notebooks):
                 continue
             for unit, notebook in zip(present, notebooks):  # something failed: say which, one at a time
-                said = nbgrader(["validate", *flags, notebook], cwd=scratch_root)
+                said = nbgrader(["validate", *flags, notebook], cwd=scratch_root, tmp=tmp)
                 if success not in said:
                     problems.append(f"{area}/{unit} {fault}:\n{said[-1500:]}")
     return problems

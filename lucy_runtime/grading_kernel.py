@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from nbgrader.preprocessors import Execute
@@ -27,7 +29,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not box.isolated:
             sandbox._warn_once(box, self.log)
             # Even unsandboxed, the sealed verdict decides: the kernel's grade() need not run the rows too.
-            kw["env"] = {**(kw.get("env") or os.environ), SEALED_ENV: "sealed"}
+            # The notebook's workspace goes in a temporary folder of its own, deleted with the kernel
+            # (sandboxed, /tmp is a tmpfs that goes with it).
+            self._lucy_scratch = Path(tempfile.mkdtemp(prefix="lucy-kernel-"))
+            kw["env"] = {**(kw.get("env") or os.environ), SEALED_ENV: "sealed", "TMPDIR": str(self._lucy_scratch)}
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
                                                          connection_file=self.connection_file)

@@ -7,6 +7,7 @@ load from file://). Screenshots land in artifacts/.
 from __future__ import annotations
 
 import functools
+import tempfile
 import threading
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -59,9 +60,23 @@ def served(folder):
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
-    return {edition: build(REPO, edition, out) for edition in Edition}
+def book(tmp_path_factory):
+    """Both editions built, and what the build left in the temporary folder."""
+    out, tmp = tmp_path_factory.mktemp("book"), tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(tmp))
+        patch.setattr(tempfile, "tempdir", str(tmp))
+        built = {edition: build(REPO, edition, out) for edition in Edition}
+    return built, sorted(p.name for p in tmp.iterdir())
+
+
+@pytest.fixture(scope="module")
+def sites(book):
+    return book[0]
+
+
+def test_building_the_book_leaves_no_notebook_workspace_in_the_temporary_folder(book):
+    assert book[1] == []
 
 
 def open_page(browser, url, shot):

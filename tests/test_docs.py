@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import tempfile
 
 import pytest
 
@@ -46,8 +47,9 @@ def test_there_are_docs_with_code():
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
-def test_every_python_block_runs_and_prints_what_the_doc_shows(doc, monkeypatch):
+def test_every_python_block_runs_and_prints_what_the_doc_shows(doc, monkeypatch, tmp_path):
     monkeypatch.chdir(REPO)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the blocks' tempfile.mkdtemp() folders go with the test's
     problems = run_doc(doc.name, doc.read_text())
     if problems:
         pytest.fail("\n".join(problems))

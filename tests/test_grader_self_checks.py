@@ -8,6 +8,7 @@ Apart from test_grader_nbgrader.py so that the pytest workers share the nbgrader
 from __future__ import annotations
 
 import shutil
+import tempfile
 
 import nbformat
 import pytest
@@ -20,8 +21,11 @@ pytestmark = pytest.mark.nbgrader
 UNIT = "ch07_unit_a"
 
 
-def test_the_source_passes_every_test_and_the_release_fails_every_autograded_test():
+def test_the_source_passes_every_test_and_the_release_fails_every_autograded_test(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert validate_release() == []
+    assert list(tmp_path.iterdir()) == [], "the notebooks' workspaces were left in the temporary folder"
 
 
 def test_a_source_that_fails_and_a_release_that_passes_are_both_named(tmp_path):

@@ -8,6 +8,7 @@ children alike, so a test can tell "refused" from "never ran".
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
@@ -356,11 +357,27 @@ def test_a_cell_cannot_print_the_reference_into_its_own_feedback(graded):
 
 # --- the sandboxed kernel on its own ----------------------------------------------------------
 
+@contextlib.asynccontextmanager
+async def grading_kernel(folder):
+    """A kernel started as nbgrader starts it under grading, and its client; shut down and cleaned up after."""
+    from lucy_runtime.grading_kernel import SandboxedKernelManager
+
+    km = SandboxedKernelManager(kernel_name="python3")
+    await km.start_kernel(cwd=str(folder))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        await kc.wait_for_ready(timeout=60)
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=False)
+        await km.cleanup_resources()
+
+
 def test_a_sandboxed_kernel_can_be_interrupted_and_takes_its_processes_with_it(tmp_path):
     """nbgrader interrupts a cell that runs too long: bwrap passes no SIGINT on, so it goes by message."""
     import asyncio
-
-    from lucy_runtime.grading_kernel import SandboxedKernelManager
 
     box = sandbox.detect()
     if not box.isolated:
@@ -370,13 +387,9 @@ def test_a_sandboxed_kernel_can_be_interrupted_and_takes_its_processes_with_it(t
     sleeper = f"300.{os.getpid()}{time.monotonic_ns() % 100000}"  # names this test's process on the host
 
     async def run():
-        km = SandboxedKernelManager(kernel_name="python3")
-        await km.start_kernel(cwd=str(folder))
-        scratch, printed = km._lucy_scratch, []
-        kc = km.client()
-        kc.start_channels()
-        try:
-            await kc.wait_for_ready(timeout=60)
+        printed: list[str] = []
+        async with grading_kernel(folder) as (km, kc):
+            scratch = km._lucy_scratch
             reply = await kc.execute_interactive(
                 "import os, subprocess\n"
                 f"child = subprocess.Popen(['sleep', '{sleeper}'], start_new_session=True)\n"
@@ -395,13 +408,31 @@ def test_a_sandboxed_kernel_can_be_interrupted_and_takes_its_processes_with_it(t
                 reply = await kc._async_get_shell_msg(timeout=20)
             assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
             assert await km.is_alive()
-        finally:
-            kc.stop_channels()
-            await km.shutdown_kernel(now=False)
-            await km.cleanup_resources()
         return scratch
 
     scratch = asyncio.run(run())
     time.sleep(0.5)
     assert subprocess.run(["pgrep", "-f", f"sleep {sleeper}"], capture_output=True).returncode == 1
     assert not scratch.exists()
+
+
+def test_an_unsandboxed_grading_kernel_keeps_the_notebook_s_temporary_files_in_a_folder_deleted_with_it(tmp_path, monkeypatch):
+    """Without bubblewrap, a notebook's tempfile.mkdtemp() workspace would stay in the machine's /tmp
+    after every graded submission; the kernel gets a temporary folder of its own instead."""
+    import asyncio
+    import tempfile
+
+    monkeypatch.setattr(sandbox, "detect", lambda: sandbox.Sandbox("none", reason="a test without a sandbox"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where this process makes the kernel's folder
+    printed: list[str] = []
+
+    async def run():
+        async with grading_kernel(tmp_path) as (km, kc):
+            await kc.execute_interactive("import tempfile\nprint(tempfile.mkdtemp(prefix='ch07-unit-a-'))", timeout=30,
+                                         output_hook=lambda m: printed.append(m["content"].get("text", "")))
+            return km._lucy_scratch
+
+    scratch = asyncio.run(run())
+    workspace = Path("".join(printed).strip())
+    assert workspace.parent == scratch and scratch.parent == tmp_path
+    assert not scratch.exists() and list(tmp_path.glob("ch07-*")) == []

@@ -9,6 +9,7 @@ such. The same class is then graded in parallel into a PostgreSQL gradebook.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import dataclass
 
 import nbformat
@@ -113,8 +114,11 @@ def test_the_parallel_gradebook_is_ready_for_feedback(courses):
     assert sorted(p.parent.parent.name for p in (parallel / "feedback").glob(f"*/{UNIT}/{UNIT}.html")) == sorted(CLASS)
 
 
-def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_the_rest_of_its_batch_is_graded(courses):
+def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_the_rest_of_its_batch_is_graded(courses, tmp_path,
+                                                                                                 monkeypatch):
     parallel = courses.parallel
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # nbgrader's, and so its kernels'
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this process's
     hang = with_first_learner_cell_ending(filled(courses.release, courses.source), "import time\ntime.sleep(3600)")
     parallel.submit("hang", UNIT, hang)
     parallel.submit("late", UNIT, filled(courses.release, courses.source))  # after "hang" in nbgrader's order
@@ -126,6 +130,9 @@ def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_the_rest_of_it
     assert not (parallel.root / "autograded" / "hang" / UNIT).exists()
     assert late.status is Status.GRADED, late.log_tail
     assert cells(parallel.root, "late") == cells(courses.sequential.root, "correct")
+    # Dask keeps one scratch folder of its own in the temporary folder, the same for every run.
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name != "dask-scratch-space")
+    assert left == [], "the killed command left its kernel's scratch folders behind"
 
 
 def test_batches_are_even_a_multiple_of_the_jobs_and_never_above_the_most_per_job():

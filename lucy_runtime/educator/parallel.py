@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -144,8 +145,11 @@ def _autograde(course: Path, assignment: str, waiting: list[str], timeout: float
     if others:
         command.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
     run.began = time.monotonic()
-    done = stream_lines(command, cwd=course, timeout=timeout, on_line=on_line, env=_env(), own_group=True,
-                        restart_on=reaches_the_next)
+    # nbgrader and its kernels keep their scratch folders in one of the command's own: a command
+    # killed at a time limit cleans up nothing itself.
+    with tempfile.TemporaryDirectory(prefix="lucy-nbgrader-") as tmp:
+        done = stream_lines(command, cwd=course, timeout=timeout, on_line=on_line, env=_env(tmp), own_group=True,
+                            restart_on=reaches_the_next)
     run.ended = time.monotonic()
     run.output, run.returncode, run.timed_out = done.output, done.returncode, done.timed_out
     return run

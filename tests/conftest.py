@@ -4,9 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from lucy_runtime.cells import grade_id, is_definitions, is_learner_cell
 from lucy_runtime.checker import SourceLearner
 from lucy_runtime.educator.cases import Case
-from lucy_runtime.notebook import learner_implementation
+from lucy_runtime.educator.verify import apply_edits
+from lucy_runtime.notebook import graded_cells, learner_implementation, plain_cells
 from lucy_runtime.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,13 +21,19 @@ def reference_cells() -> list[tuple[str, str]]:
 
 
 def with_case(cells: list[tuple[str, str]], case: Case) -> list[tuple[str, str]]:
+    """``cells`` with ``case``'s edits, taken as the sealed verdict takes a handed-in notebook's cells:
+    each unit's source notebook with the edited learner cells in it, read by ``graded_cells``, so
+    the definitions of unmarked cells (``definitions-N``) are the ones the edited cells use."""
+    sources = dict(cells)
     changed = []
-    for name, source in cells:
-        grade_id = name.split(":", 1)[1]
-        for edit in case.edits:
-            if edit.cell == grade_id:
-                source = edit.apply(source)
-        changed.append((name, source))
+    for unit in dict.fromkeys(name.split(":", 1)[0] for name in sources):
+        notebook = plain_cells(REPO / "source" / unit / f"{unit}.ipynb")
+        for cell in notebook:
+            name = f"{unit}:{grade_id(cell)}"
+            if is_learner_cell(cell) and name in sources:
+                cell["source"] = apply_edits(case, grade_id(cell), sources.pop(name))
+        changed += [(f"{c.unit}:{c.grade_id}", c.source) for c in graded_cells(notebook, unit)]
+    assert all(is_definitions(name.split(":", 1)[1]) for name in sources), f"not in source/: {sorted(sources)}"
     return changed
 
 

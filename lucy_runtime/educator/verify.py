@@ -13,10 +13,12 @@ import json
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -305,7 +307,7 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
                 continue
             students = {entry.student: entry for entry in mine}
             for entry in mine:
-                _submit(course, unit, entry.student, entry, by_name.get(entry.name))
+                _submit(course, entry.student, entry, by_name.get(entry.name))
             began: dict[str, float] = {}
             current: list[str | None] = [None]
 
@@ -343,24 +345,25 @@ def _with_carried(units: tuple[str, ...] | None) -> tuple[str, ...]:
     return tuple(u for u in UNITS if u in units or (u == "ch07_unit_a" and "ch07_unit_b" in units))
 
 
-def _submit(course: ScratchCourse, unit: str, student: str, entry: Entry, case: Case | None) -> None:
-    """Hand in ``unit`` for ``student`` as the entry says; Unit B comes with the learner's Unit A."""
-    if entry.kind is Kind.TAMPER and entry.honest == "blank-release":
-        edits = case.edits if case else ()
-        for each in (("ch07_unit_a", unit) if unit == "ch07_unit_b" else (unit,)):
-            course.submit(student, each, blank_with(course.release(each), edits)[0])
-        return
-    if unit == "ch07_unit_b":
-        # Unit B runs the learner's own Unit A: hand in a Unit A as this learner wrote it.
-        a_release, a_source = course.release("ch07_unit_a"), course.source("ch07_unit_a")
-        course.submit(student, "ch07_unit_a", a_release if entry.kind is Kind.BLANK else _filled(a_release, a_source, case)[0])
-    release, source = course.release(unit), course.source(unit)
+def handed_in(entry: Entry, case: Case | None, release: Callable[[str], Any], source: Callable[[str], Any]) -> dict[str, Any]:
+    """unit → the notebook ``entry`` hands in, given each unit's release and source notebook.
+
+    Unit B comes with the learner's own Unit A (Unit B runs it), written as the same learner wrote it."""
+    units = ("ch07_unit_a", entry.unit) if entry.unit == "ch07_unit_b" else (entry.unit,)
     if entry.kind is Kind.BLANK:
-        course.submit(student, unit, release)
-        return
-    nb, touched = _filled(release, source, case)
-    other = _filled(course.release("ch07_unit_a"), course.source("ch07_unit_a"), case)[1] if unit == "ch07_unit_b" else set()
-    missing = edited_cells(case) - touched - other
+        return {unit: release(unit) for unit in units}
+    if entry.kind is Kind.TAMPER and entry.honest == "blank-release":
+        return {unit: blank_with(release(unit), case.edits if case else ())[0] for unit in units}
+    notebooks, touched = {}, set()
+    for unit in units:
+        notebooks[unit], cells = _filled(release(unit), source(unit), case)
+        touched |= cells
+    missing = edited_cells(case) - touched
     if missing:
         raise KeyError(f"case {entry.name!r} edits cells no notebook has: {sorted(missing)}")
-    course.submit(student, unit, nb)
+    return notebooks
+
+
+def _submit(course: ScratchCourse, student: str, entry: Entry, case: Case | None) -> None:
+    for unit, nb in handed_in(entry, case, course.release, course.source).items():
+        course.submit(student, unit, nb)

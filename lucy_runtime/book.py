@@ -132,7 +132,7 @@ def build(repo: Path, edition: Edition, out: Path, mermaid_dist: Path | None = N
     staged = stage(repo, edition, Path(out) / edition.value, mermaid_dist)
     command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(staged), "--builder", "html", "--all"]
     # The educator edition runs the notebooks; each makes a workspace in the temporary folder.
-    with tempfile.TemporaryDirectory(prefix="lucy-book-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="lucy-book-", ignore_cleanup_errors=True) as scratch:
         done = run(command, cwd=staged, capture_output=True, text=True, env={**os.environ, "TMPDIR": scratch})
     html = staged / "_build" / "html"
     if done.returncode != 0 or not (html / "index.html").exists():

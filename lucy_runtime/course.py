@@ -34,6 +34,15 @@ CONFIG_BROKEN = "Exception while loading config file"
 """traitlets logs this and carries on without the file: every setting in it silently lost."""
 
 
+def scratch_tmp() -> tempfile.TemporaryDirectory[str]:
+    """The temporary folder of one nbgrader command: nbgrader and its kernels keep their scratch
+    folders (a kernel's copy of its notebook folder, the runtime snapshot, a notebook's workspace)
+    in it, and it goes when the command ends, also when a time limit killed the command first.
+    Without the sandbox a learner's process may outlive the command: what it still writes there
+    must not fail the grading."""
+    return tempfile.TemporaryDirectory(prefix="lucy-nbgrader-", ignore_cleanup_errors=True)
+
+
 def _env(tmp: str | os.PathLike | None = None) -> dict[str, str]:
     """nbgrader's environment; with ``tmp``, the temporary folder it and its kernels use."""
     env = dict(os.environ)
@@ -45,12 +54,11 @@ def _env(tmp: str | os.PathLike | None = None) -> dict[str, str]:
     return env
 
 
-def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900, tmp: Path | None = None) -> str:
-    """Run one nbgrader command in ``cwd`` (a course directory); return its output. With ``tmp``,
-    what it and its kernels put in the temporary folder goes there."""
-    env = _env(tmp)
-    done = subprocess.run([*NBGRADER, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900) -> str:
+    """Run one nbgrader command in ``cwd`` (a course directory); return its output."""
+    with scratch_tmp() as tmp:
+        done = subprocess.run([*NBGRADER, *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, env=_env(tmp))
     output = done.stdout + done.stderr
     if done.returncode != 0 or CONFIG_BROKEN in output:
         raise NbgraderFailed(args, output)
@@ -122,8 +130,7 @@ def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student
         if found:
             on_student(found.group(1))
 
-    # A command stopped at its time limit leaves its kernel's scratch copy behind: in a folder of its own.
-    with tempfile.TemporaryDirectory(prefix="lucy-nbgrader-") as tmp:
+    with scratch_tmp() as tmp:
         done = stream_lines([*NBGRADER, *args], cwd=cwd, timeout=timeout, on_line=on_line, env=_env(tmp))
     if done.timed_out:
         raise NbgraderFailed(args, done.output + f"\n(no end after {timeout:g} s: stopped)")
@@ -220,20 +227,16 @@ def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
         for area in ("source", "release"):
             shutil.copytree(root / area, scratch_root / area, ignore=shutil.ignore_patterns("*.md"))
         present = [unit for unit in units if (scratch_root / "source" / unit).exists()]
-        # nbgrader validate runs each notebook in a kernel of its own (not the grading sandbox's), and
-        # each makes a workspace in the temporary folder: keep those in the scratch copy too.
-        tmp = scratch_root / "tmp"
-        tmp.mkdir()
         # One nbgrader command per side; it prints one verdict per notebook, in order, without naming it.
         for area, flags, success, fault in (
                 ("source", [], "Success! Your notebook passes all the tests.", "does not pass its own tests"),
                 ("release", ["--invert"], "Success! The notebook does not pass any tests.",
                  "passes a test although nothing is written")):
             notebooks = [f"{area}/{unit}/{unit}.ipynb" for unit in present]
-            if not notebooks or nbgrader(["validate", *flags, *notebooks], cwd=scratch_root, tmp=tmp).count(success) == len(notebooks):
+            if not notebooks or nbgrader(["validate", *flags, *notebooks], cwd=scratch_root).count(success) == len(notebooks):
                 continue
             for unit, notebook in zip(present, notebooks):  # something failed: say which, one at a time
-                said = nbgrader(["validate", *flags, notebook], cwd=scratch_root, tmp=tmp)
+                said = nbgrader(["validate", *flags, notebook], cwd=scratch_root)
                 if success not in said:
                     problems.append(f"{area}/{unit} {fault}:\n{said[-1500:]}")
     return problems

@@ -25,6 +25,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     _lucy_scratch = None
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        self._drop_scratch()  # a restart: the kernel that used it is gone
         box = sandbox.detect()
         if not box.isolated:
             sandbox._warn_once(box, self.log)
@@ -45,7 +46,11 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
-        if self._lucy_scratch is not None and not restart:
+        if not restart:
+            self._drop_scratch()
+
+    def _drop_scratch(self) -> None:
+        if self._lucy_scratch is not None:
             shutil.rmtree(self._lucy_scratch, ignore_errors=True)
             self._lucy_scratch = None
 

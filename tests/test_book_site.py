@@ -75,6 +75,7 @@ def sites(book):
     return book[0]
 
 
+@pytest.mark.slow
 def test_building_the_book_leaves_no_notebook_workspace_in_the_temporary_folder(book):
     assert book[1] == []
 

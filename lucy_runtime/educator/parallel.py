@@ -18,14 +18,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from ..course import CONFIG_BROKEN, NBGRADER, _env, stream_lines
+from ..course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
 from ..gradebook import course_db_url
 
@@ -145,9 +144,7 @@ def _autograde(course: Path, assignment: str, waiting: list[str], timeout: float
     if others:
         command.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
     run.began = time.monotonic()
-    # nbgrader and its kernels keep their scratch folders in one of the command's own: a command
-    # killed at a time limit cleans up nothing itself.
-    with tempfile.TemporaryDirectory(prefix="lucy-nbgrader-") as tmp:
+    with scratch_tmp() as tmp:
         done = stream_lines(command, cwd=course, timeout=timeout, on_line=on_line, env=_env(tmp), own_group=True,
                             restart_on=reaches_the_next)
     run.ended = time.monotonic()

@@ -34,9 +34,10 @@ THROUGH_NBGRADER = (
     "requeue-defers-running-work", "practice-publish-update-returning",
 )
 """The cases and alternatives graded here through real nbgrader, beside the references, the blank
-releases, every tamper case and the planted survivor. Every other case and alternative is decided
-by the same rows on the same cells (tests/test_sealed_cells.py proves the cells are the same, and
-test_rows.py, test_alternatives.py and test_practice.py run the rows); `make demo` grades them all."""
+releases, every tamper case and the planted survivor. Every other case and alternative is checked
+by the same rows on the same cells, with another seed and in another process
+(tests/test_sealed_cells.py shows the cells are the same; test_rows.py, test_alternatives.py and
+test_practice.py run the rows); `make demo` grades them all through nbgrader."""
 
 
 def sample(cases: tuple[Case, ...]) -> tuple[Case, ...]:

@@ -365,5 +365,6 @@ def handed_in(entry: Entry, case: Case | None, release: Callable[[str], Any], so
 
 
 def _submit(course: ScratchCourse, student: str, entry: Entry, case: Case | None) -> None:
+    """Hand in ``entry``'s notebooks under ``student`` in ``course``."""
     for unit, nb in handed_in(entry, case, course.release, course.source).items():
         course.submit(student, unit, nb)

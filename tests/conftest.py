@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,14 @@ def with_case(cells: list[tuple[str, str]], case: Case) -> list[tuple[str, str]]
         changed += [(f"{c.unit}:{c.grade_id}", c.source) for c in graded_cells(notebook, unit)]
     assert all(is_definitions(name.split(":", 1)[1]) for name in sources), f"not in source/: {sorted(sources)}"
     return changed
+
+
+def temporary_folder_at(patch: pytest.MonkeyPatch, folder: Path) -> Path:
+    """This process and every process it starts from now on make their temporary files in ``folder``
+    (a test that something leaves nothing behind then looks there, not in the shared /tmp)."""
+    patch.setenv("TMPDIR", str(folder))
+    patch.setattr(tempfile, "tempdir", str(folder))
+    return folder
 
 
 def learner_with(cells: list[tuple[str, str]], case: Case | None = None) -> SourceLearner:

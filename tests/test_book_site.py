@@ -7,7 +7,6 @@ load from file://). Screenshots land in artifacts/.
 from __future__ import annotations
 
 import functools
-import tempfile
 import threading
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +15,7 @@ import pytest
 
 from lucy_runtime.book import Edition, build, stage
 
-from .conftest import REPO
+from .conftest import REPO, temporary_folder_at
 from .lab import ARTIFACTS, CHROMIUM, FLAGS, need_chromium
 
 REFERENCE_LINE = "return Admission(Outcome.DUPLICATE, known["  # the reference admit; no stub or page has it
@@ -64,8 +63,7 @@ def book(tmp_path_factory):
     """Both editions built, and what the build left in the temporary folder."""
     out, tmp = tmp_path_factory.mktemp("book"), tmp_path_factory.mktemp("tmp")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TMPDIR", str(tmp))
-        patch.setattr(tempfile, "tempdir", str(tmp))
+        temporary_folder_at(patch, tmp)
         built = {edition: build(REPO, edition, out) for edition in Edition}
     return built, sorted(p.name for p in tmp.iterdir())
 

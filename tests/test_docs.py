@@ -6,11 +6,10 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import tempfile
 
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, temporary_folder_at
 
 DOCS = sorted((REPO / "chapters").rglob("*.md"))
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -49,7 +48,7 @@ def test_there_are_docs_with_code():
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_python_block_runs_and_prints_what_the_doc_shows(doc, monkeypatch, tmp_path):
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the blocks' tempfile.mkdtemp() folders go with the test's
+    temporary_folder_at(monkeypatch, tmp_path)  # the blocks' tempfile.mkdtemp() folders go with the test's
     problems = run_doc(doc.name, doc.read_text())
     if problems:
         pytest.fail("\n".join(problems))

@@ -8,7 +8,6 @@ Apart from test_grader_nbgrader.py so that the pytest workers share the nbgrader
 from __future__ import annotations
 
 import shutil
-import tempfile
 
 import nbformat
 import pytest
@@ -16,14 +15,15 @@ import pytest
 from lucy_runtime.cells import nbgrader_meta
 from lucy_runtime.course import REPO, validate_release
 
+from .conftest import temporary_folder_at
+
 pytestmark = pytest.mark.nbgrader
 
 UNIT = "ch07_unit_a"
 
 
 def test_the_source_passes_every_test_and_the_release_fails_every_autograded_test(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    temporary_folder_at(monkeypatch, tmp_path)
     assert validate_release() == []
     assert list(tmp_path.iterdir()) == [], "the notebooks' workspaces were left in the temporary folder"
 

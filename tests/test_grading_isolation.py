@@ -25,6 +25,8 @@ from lucy_runtime import sandbox
 from lucy_runtime.course import REPO, ScratchCourse
 from lucy_runtime.cells import is_learner_owned
 
+from .conftest import temporary_folder_at
+
 UNIT = "ch07_unit_a"
 ROWS_PY = REPO / "lucy_runtime" / "checker" / "rows.py"
 
@@ -420,10 +422,9 @@ def test_an_unsandboxed_grading_kernel_keeps_the_notebook_s_temporary_files_in_a
     """Without bubblewrap, a notebook's tempfile.mkdtemp() workspace would stay in the machine's /tmp
     after every graded submission; the kernel gets a temporary folder of its own instead."""
     import asyncio
-    import tempfile
 
     monkeypatch.setattr(sandbox, "detect", lambda: sandbox.Sandbox("none", reason="a test without a sandbox"))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where this process makes the kernel's folder
+    temporary_folder_at(monkeypatch, tmp_path)  # where this process makes the kernel's folder
     printed: list[str] = []
 
     async def run():

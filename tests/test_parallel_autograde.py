@@ -9,7 +9,6 @@ such. The same class is then graded in parallel into a PostgreSQL gradebook.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 
 import nbformat
@@ -22,6 +21,7 @@ from lucy_runtime.educator.verify import filled
 from lucy_runtime.cells import is_learner_owned
 
 from .pg import postgres
+from .conftest import temporary_folder_at
 
 pytestmark = pytest.mark.nbgrader
 
@@ -117,8 +117,7 @@ def test_the_parallel_gradebook_is_ready_for_feedback(courses):
 def test_a_submission_that_hangs_is_stopped_at_its_time_limit_and_the_rest_of_its_batch_is_graded(courses, tmp_path,
                                                                                                  monkeypatch):
     parallel = courses.parallel
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # nbgrader's, and so its kernels'
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this process's
+    temporary_folder_at(monkeypatch, tmp_path)
     hang = with_first_learner_cell_ending(filled(courses.release, courses.source), "import time\ntime.sleep(3600)")
     parallel.submit("hang", UNIT, hang)
     parallel.submit("late", UNIT, filled(courses.release, courses.source))  # after "hang" in nbgrader's order

@@ -25,12 +25,14 @@ from lucy_runtime.educator.alternatives import ALTERNATIVES
 from lucy_runtime.educator.cases import CASES, Case
 from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 from lucy_runtime.educator.verify import Entry, Kind, handed_in
-from lucy_runtime.notebook import learner_cells, read
+from lucy_runtime.notebook import read
 from lucy_runtime.sealed import notebook_learner
 
 from .conftest import REPO, with_case
 
 EVERY_CASE = CASES + ALTERNATIVES + PRACTICE_CASES + PRACTICE_ALTERNATIVES
+CARRIED = {"ch07_unit_a": ("ch07_unit_a",), "ch07_unit_b": ("ch07_unit_a", "ch07_unit_b"), "ch07_practice": ("ch07_practice",)}
+"""The units whose cells a submission of each unit carries: Unit B runs the learner's Unit A."""
 
 
 def notebook(area: str, unit: str) -> nbformat.NotebookNode:
@@ -52,12 +54,8 @@ def sealed_cells(tmp_path, case: Case) -> list[tuple[str, str]]:
 
 def checked_cells(reference_cells, case: Case) -> list[tuple[str, str]]:
     """What the row tests run for ``case``, limited to the units its submission carries."""
-    if case.unit == "ch07_practice":
-        practice = REPO / "source" / "ch07_practice" / "ch07_practice.ipynb"
-        cells = with_case([(f"{c.unit}:{c.grade_id}", c.source) for c in learner_cells(practice)], case)
-    else:
-        carried = ("ch07_unit_a", "ch07_unit_b") if case.unit == "ch07_unit_b" else ("ch07_unit_a",)
-        cells = [cell for cell in with_case(reference_cells, case) if cell[0].split(":", 1)[0] in carried]
+    carried = CARRIED[case.unit]
+    cells = with_case([cell for cell in reference_cells if cell[0].split(":", 1)[0] in carried], case)
     # The reference keeps its solution markers (comments to Python); a handed-in notebook has none.
     return [(name, strip_markers(source).rstrip("\n")) for name, source in cells]
 

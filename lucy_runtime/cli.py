@@ -196,7 +196,8 @@ def _autograde(args) -> int:
 
     def progress(outcome, done: int, total: int) -> None:
         bar = "#" * (30 * done // total)
-        print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s)",
+        stopped = f"; stopped: {outcome.stopped}" if outcome.stopped else ""
+        print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s{stopped})",
               flush=True)
 
     try:
@@ -208,6 +209,9 @@ def _autograde(args) -> int:
     for outcome in result.unfinished:
         print(f"\nNOT GRADED: {outcome.student} ({outcome.status.value}); the end of nbgrader's log:\n"
               f"{outcome.log_tail[-800:]}")
+    for outcome in result.outcomes:
+        if outcome.stopped:
+            print(f"STOPPED: {outcome.student}: {outcome.stopped}")
     graded = len(result.outcomes) - len(result.unfinished)
     print(f"\n{graded} of {len(result.outcomes)} submissions of {result.assignment} graded in {result.seconds:g} s "
           f"({result.jobs} jobs, {result.engine})"

@@ -31,8 +31,9 @@ from . import limits as _limits
 from . import sandbox
 from .checker import SEALED_ENV
 
-LIMIT_LOG = "Limit reached: %s"
-"""How nbgrader's log names a limit a submission hit (``lucy autograde`` reports these lines)."""
+STOPPED_LOG = "Submission stopped: %s"
+"""How nbgrader's log names what stopped a submission's kernel (``lucy autograde`` reports these lines)."""
+KERNEL_DIED = "its kernel died"
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -63,13 +64,15 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._lucy_scratch = Path(tempfile.mkdtemp(prefix="lucy-kernel-"))
             kw["env"] = {**(kw.get("env") or os.environ), SEALED_ENV: "sealed", "TMPDIR": str(self._lucy_scratch)}
             return await super()._async_launch_kernel(kernel_cmd, **kw)
-        argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
-                                                         connection_file=self.connection_file,
-                                                         sockets=self._lucy_sockets, limits=self.lucy_limits)
-        self._lucy_group, why = _limits.make_cgroup(self.lucy_limits, "kernel")
+        self._lucy_group, why = _limits.make_cgroup(self.lucy_limits,
+                                                         f"kernel-{_limits.group_label(kw.get('cwd'))}")
         if self._lucy_group is None:
             sandbox._warn_limits_once(why, self.log)
-        else:
+        limits = self.lucy_limits if self._lucy_group is None else self.lucy_limits.bounded_by_cgroup()
+        argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
+                                                         connection_file=self.connection_file,
+                                                         sockets=self._lucy_sockets, limits=limits)
+        if self._lucy_group is not None:
             argv = self._lucy_group.wrap(argv)
         # bwrap does not pass SIGINT on to the kernel: interrupt through the control channel instead.
         if self.kernel_spec is not None:
@@ -138,23 +141,22 @@ class SandboxedExecute(Execute):
         try:
             nb, resources = super().preprocess(nb, resources, km)
         except DeadKernelError:
-            hit.append("the kernel died")
-            if self._lucy_cell is not None:
-                self._lucy_cell.outputs.append(self._note("The kernel stopped while this cell ran"))
+            # Graded all the same: the sealed verdict re-runs the learner's cells on its own.
+            hit.append(KERNEL_DIED)
         finally:
             self.timeout_func = per_cell
         if time.monotonic() > deadline:
-            hit.append(f"wall time ({limits.wall_seconds} s)")
+            hit.append(f"the wall time limit ({limits.wall_seconds} s)")
         if self._lucy_output_stopped:
-            hit.append(f"output ({limits.output_mb} MB)")
+            hit.append(f"the output limit ({limits.output_mb} MB)")
         for manager in self._lucy_managers:
             manager._close_group()
-            hit += manager.lucy_breaches
-        named = [h for h in hit if h != "the kernel died"] or hit
-        if named:
-            self.log.warning(LIMIT_LOG, ", ".join(dict.fromkeys(named)))
-            if self._lucy_cell is not None and hit != ["the kernel died"]:
-                self._lucy_cell.outputs.append(self._note(f"Limit reached: {', '.join(dict.fromkeys(named))}"))
+            hit += [f"the {breach} limit" for breach in manager.lucy_breaches]
+        if hit:
+            said = ", ".join(dict.fromkeys(hit))
+            self.log.warning(STOPPED_LOG, said)
+            if self._lucy_cell is not None:
+                self._lucy_cell.outputs.append(self._note(f"Stopped here: {said}"))
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
@@ -182,4 +184,4 @@ class SandboxedExecute(Execute):
 
     @staticmethod
     def _note(text: str):
-        return new_output("stream", name="stderr", text=f"{text} (the grading sandbox's limits: see README).\n")
+        return new_output("stream", name="stderr", text=f"{text} (the grading sandbox's limits: see the README).\n")

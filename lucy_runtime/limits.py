@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -47,11 +48,22 @@ class Limits:
     wall_seconds: int = 900
     output_mb: int = 16
     tmp_mb: int = 512
+    user_processes: int = 0
+    """RLIMIT_NPROC, which counts every process of the grader user on the machine: ``processes``
+    when nothing else bounds a tree; four times that when a cgroup does, so that one submission
+    at its cgroup's limit leaves room for the others graded beside it."""
+
+    @property
+    def nproc(self) -> int:
+        return self.user_processes or self.processes
+
+    def bounded_by_cgroup(self) -> "Limits":
+        return dataclasses.replace(self, user_processes=4 * self.processes)
 
     def prlimit_argv(self) -> list[str]:
         """``prlimit`` options that set each rlimit (soft and hard) for the command that follows."""
         return ["/usr/bin/prlimit", f"--as={self.address_space_mb * MB}", f"--nofile={self.open_files}",
-                f"--fsize={self.file_size_mb * MB}", f"--cpu={self.cpu_seconds}", f"--nproc={self.processes}", "--"]
+                f"--fsize={self.file_size_mb * MB}", f"--cpu={self.cpu_seconds}", f"--nproc={self.nproc}", "--"]
 
     def set_in_this_process(self, *, processes: bool = True) -> None:
         """The same rlimits, set with ``setrlimit`` (a checker child, before it drops to the grader user)."""
@@ -60,7 +72,7 @@ class Limits:
         pairs = [(resource.RLIMIT_AS, self.address_space_mb * MB), (resource.RLIMIT_NOFILE, self.open_files),
                  (resource.RLIMIT_FSIZE, self.file_size_mb * MB), (resource.RLIMIT_CPU, self.cpu_seconds)]
         if processes:
-            pairs.append((resource.RLIMIT_NPROC, self.processes))
+            pairs.append((resource.RLIMIT_NPROC, self.nproc))
         for which, value in pairs:
             soft, hard = resource.getrlimit(which)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
@@ -103,7 +115,7 @@ class GradingLimits(Configurable):
     tmp_mb = Integer(Limits.tmp_mb, help="Size of the sandbox's /tmp, in MB.").tag(config=True)
 
     def limits(self) -> Limits:
-        return Limits(**{f.name: int(getattr(self, f.name)) for f in dataclasses.fields(Limits)})
+        return Limits(**{f.name: int(getattr(self, f.name)) for f in dataclasses.fields(Limits) if f.name != "user_processes"})
 
 
 # --- what a limit looks like when it is hit ---------------------------------------------------
@@ -233,14 +245,23 @@ def cgroup_support(root: Path = CGROUP_ROOT) -> tuple[int, str]:
 _made = 0
 
 
+def group_label(folder: str | os.PathLike | None) -> str:
+    """A submission folder ``.../<student>/<assignment>`` as part of a group's name: ``student.assignment``."""
+    if not folder:
+        return "notebook"
+    parts = Path(folder).parts[-2:]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", ".".join(parts))[:80] or "notebook"
+
+
 def make_cgroup(limits: Limits, kind: str, root: Path = CGROUP_ROOT) -> tuple[Cgroup | None, str]:
-    """A new group for one process tree with ``limits``, or (None, why not)."""
+    """A new group for one process tree with ``limits``, or (None, why not). ``kind`` starts its
+    name (``kernel-ada.ch07_unit_a-...``), so an operator can tell whose tree a group holds."""
     global _made
     version, why = cgroup_support(root)
     if not version:
         return None, why
     _made += 1
-    name = f"{kind}-{os.getpid()}-{_made}-{time.monotonic_ns() % 1_000_000}"
+    name = f"{kind}-{os.getpid()}-{_made}"
     try:
         if version == 2:
             parent = root / GROUP_PREFIX

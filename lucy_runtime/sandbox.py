@@ -38,9 +38,11 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -342,6 +344,34 @@ _close_inherited = False
 learner code can write to the pipe its answers leave by."""
 
 
+_sandboxed = False
+"""Set by the rows' orchestrator when it runs inside the sandbox (its own pid namespace)."""
+
+
+def reap_leftovers() -> None:
+    """Inside the sandbox, after a run's children have ended: kill every process they left behind
+    (a learner's fork that sleeps, or one that holds the process limit), so the next run starts
+    with the whole limit. Reads this pid namespace's /proc: the orchestrator (pid 2 or more) and
+    bwrap's init (pid 1) stay. Outside the sandbox it does nothing: there, /proc is the machine's."""
+    if not _sandboxed:
+        return
+    me = os.getpid()
+    for _ in range(20):
+        left = [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in (1, me)]
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in left:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
 def dropping_to() -> tuple[int, int] | None:
     """The (uid, gid) this process's children run learner code as; None when they keep ours."""
     return _drop_to
@@ -380,12 +410,13 @@ def enter_child(*keep: int) -> None:
 
 
 def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout: float, box: Sandbox | None = None,
-                    log=None, limits: Limits | None = None):
+                    log=None, limits: Limits | None = None, folder: str | None = None):
     """The sealed re-check of ``row_ids`` against ``cells``, in the sandbox when there is one.
 
     Returns the same ``CheckReport`` as ``run_rows(..., title="sealed")``. In the sandbox the
     orchestrator and all its children run in a cgroup of their own where the machine gives one,
     each child under ``limits``' rlimits, all of it for at most ``limits.wall_seconds``.
+    ``folder`` is the submission's folder, named in the cgroup's name.
     """
     # Deferred: the checker's children import this module (see tests/test_import_cycles.py).
     from .checker import CheckReport, SourceLearner  # noqa: PLC0415
@@ -399,18 +430,21 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
         # Still in a process of its own: its children fork from a small interpreter, not from nbgrader.
         with CheckerProcess() as checker:
             return checker.run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
-    request = request_line(cells, row_ids, timeout=timeout, drop_to=[box.uid, box.gid] if box.drops_user else None,
-                           limits=limits.as_json())
-    argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else (),
-                       limits=limits)
-    group, why = _limits.make_cgroup(limits, "sealed")
+    group, why = _limits.make_cgroup(limits, f"sealed-{_limits.group_label(folder)}")
     if group is None:
         _warn_limits_once(why, log)
     else:
+        limits = limits.bounded_by_cgroup()
+    request = request_line(cells, row_ids, timeout=timeout, drop_to=[box.uid, box.gid] if box.drops_user else None,
+                           limits=limits.as_json(), sandboxed=True)
+    argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else (),
+                       limits=limits)
+    if group is not None:
         argv = group.wrap(argv)
     try:
+        # The orchestrator stops starting rows at the wall time limit; this is the backstop.
         done = subprocess.run(argv, input=request, capture_output=True, text=True, cwd="/", env={"PATH": "/usr/bin:/bin"},
-                              timeout=min(limits.wall_seconds, max(600.0, 60 * timeout * max(len(row_ids), 1))))
+                              timeout=min(limits.wall_seconds + 120, max(600.0, 60 * timeout * max(len(row_ids), 1))))
     except subprocess.TimeoutExpired as error:
         raise SandboxUnavailable(f"the sealed re-check did not finish in {error.timeout:.0f} s "
                                  f"(the wall time limit is {limits.wall_seconds} s)") from None
@@ -419,7 +453,8 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
             breaches = group.breaches(limits)
             group.close()
             if breaches and log is not None:
-                log.warning("Limit reached in the sealed re-check: %s", ", ".join(breaches))
+                log.warning("Submission stopped: the %s limit, in the sealed re-check",
+                            " limit, the ".join(breaches))
     if done.returncode != 0:
         raise SandboxUnavailable(f"the sealed re-check failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     try:
@@ -465,7 +500,7 @@ def _rows_main(serve: bool = False) -> int:
     on stdin and answers with the rows' results. With ``serve`` it reads one request per
     line until stdin closes and answers each on a line of its own (checker/process.py).
     """
-    global _drop_to, _close_inherited
+    global _drop_to, _close_inherited, _sandboxed
     from .checker import SourceLearner, run_row  # noqa: PLC0415 - deferred, as in run_sealed_rows
     from .checker.harness import Harness  # noqa: PLC0415
     from .checker.rows import ROWS  # noqa: PLC0415
@@ -477,6 +512,7 @@ def _rows_main(serve: bool = False) -> int:
         request = json.loads(line)
         if request.get("limits"):
             _limits.activate(Limits.from_json(request["limits"]))
+        _sandboxed = bool(request.get("sandboxed"))
         if request.get("drop_to") and _drop_to is None:
             _drop_to = tuple(request["drop_to"])
             # Scenario folders are made here and written by the children (the grader user):
@@ -494,11 +530,22 @@ def _rows_main(serve: bool = False) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if _drop_to else None
         with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
                      seed=request.get("seed"), workdir=workdir) as harness:
-            results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]
+            deadline = time.monotonic() + _limits.active().wall_seconds
+            results = [asdict(run_row(ROWS[r], harness) if time.monotonic() < deadline else _out_of_time(r))
+                       for r in request["rows"]]
         answer.write(json.dumps(results) + "\n")
         answer.flush()
     answer.close()
     return 0
+
+
+def _out_of_time(row_id: str):
+    from .checker.results import RowResult  # noqa: PLC0415 - deferred, as in run_sealed_rows
+
+    limit = _limits.active().wall_seconds
+    return RowResult(row_id, False, f"not checked: the rows before it used up the wall time limit ({limit} s)",
+                     "Graded code runs within limits on memory, processes, files and time: look for code that "
+                     "waits or loops for a long time, even at the top of a cell.", 0.0)
 
 
 if __name__ == "__main__":

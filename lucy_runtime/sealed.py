@@ -74,7 +74,8 @@ class SealedVerdicts(NbGraderPreprocessor):
         verdicts = {}
         if graded:
             report = run_sealed_rows(notebook_learner(nb, unit, folder).cells, list(dict.fromkeys(graded.values())),
-                                     timeout=self.timeout, log=self.log, limits=GradingLimits(parent=self).limits())
+                                     timeout=self.timeout, log=self.log, limits=GradingLimits(parent=self).limits(),
+                                     folder=folder)
             verdicts = {r.row_id: r for r in report.results}
         for cell in test_cells(nb):
             name = grade_id(cell)

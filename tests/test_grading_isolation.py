@@ -491,3 +491,29 @@ def test_an_unsandboxed_grading_kernel_keeps_the_notebook_s_temporary_files_in_a
     workspace = Path("".join(printed).strip())
     assert workspace.parent == scratch and scratch.parent == tmp_path
     assert not scratch.exists() and list(tmp_path.glob("ch07-*")) == []
+
+
+# --- the network, with a service that hands out the answer --------------------------------------
+
+def test_an_answer_served_on_the_machines_loopback_forges_points_unsandboxed_and_is_out_of_reach_sandboxed(checker):
+    """The tamper case fetch-the-answer has teeth: with the network in reach (the checker's own
+    process, as `lucy check` runs) it earns the reference's rows; in the sandbox it earns none
+    and the service hears nothing."""
+    from lucy_runtime.checker.rows import ROWS
+    from lucy_runtime.educator.tampers import AnswerServer, tamper_by_name
+    from lucy_runtime.notebook import learner_implementation
+
+    from .conftest import learner_with
+
+    box = sandbox.detect()
+    assert box.isolated, f"this test proves the sandbox's network, and there is none: {box.reason}"
+    rows = [r for r in ROWS.values() if r.unit == "A"]
+    blank = learner_implementation(REPO / "release" / UNIT)
+    with AnswerServer(learner_implementation(REPO / "source" / UNIT)) as answers:
+        case = tamper_by_name("fetch-the-answer").as_case(None, answers.url)
+        open_network = checker.run_rows(learner_with(blank, case), rows, seed=3)
+        assert open_network.passed, [r.observation for r in open_network.results if not r.passed][:3]
+        fetched_unsandboxed = len(answers.fetched)
+        sealed = sandbox.run_sealed_rows(learner_with(blank, case).cells, [r.id for r in rows], timeout=5.0, box=box)
+    assert fetched_unsandboxed > 0 and len(answers.fetched) == fetched_unsandboxed
+    assert [r.row_id for r in sealed.results if r.passed] == []

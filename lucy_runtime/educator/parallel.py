@@ -42,6 +42,7 @@ class Outcome:
     status: Status
     seconds: float
     log_tail: str = ""
+    stopped: str = ""  # what stopped the submission's kernel or re-check, as nbgrader's log named it
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class ClassGrading:
         return json.dumps({"assignment": self.assignment, "seconds": self.seconds, "jobs": self.jobs,
                            "engine": self.engine,
                            "outcomes": [{"student": o.student, "status": o.status.value, "seconds": o.seconds,
+                                         **({"stopped": o.stopped} if o.stopped else {}),
                                          **({"log_tail": o.log_tail} if o.status is not Status.GRADED else {})}
                                         for o in self.outcomes]}, indent=2)
 
@@ -100,6 +102,11 @@ def _failed_students(output: str, assignment: str) -> set[str]:
     """nbgrader ends a run that met errors with one line per student it could not grade."""
     return set(re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' "
                           r"for student '([^']+)'", output))
+
+
+def _stopped(log: str) -> str:
+    """What stopped a submission, from its stretch of the log (``grading_kernel.STOPPED_LOG``)."""
+    return "; ".join(dict.fromkeys(m.strip() for m in re.findall(r"Submission stopped: (.+)", log)))
 
 
 def _status_of_failure(log: str) -> Status:
@@ -186,7 +193,7 @@ def grade_batch(root: str, assignment: str, students: list[str], timeout: float)
                 # nbgrader itself ended badly while on this submission (it lists the ones it failed).
                 outcomes[student] = Outcome(student, _status_of_failure(run.output), seconds, run.output[-2000:])
             else:
-                outcomes[student] = Outcome(student, Status.GRADED, seconds)
+                outcomes[student] = Outcome(student, Status.GRADED, seconds, stopped=_stopped("".join(run.logs[student])))
         unreached = [s for s in waiting if s not in run.started]
         if not run.timed_out:
             for student in unreached:  # the command ended on its own without reaching them

@@ -31,6 +31,7 @@ from traitlets import Integer
 from traitlets.config import Configurable
 
 MB = 1 << 20
+PRLIMIT = "/usr/bin/prlimit"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP_PREFIX = "lucy"
 
@@ -62,7 +63,7 @@ class Limits:
 
     def prlimit_argv(self) -> list[str]:
         """``prlimit`` options that set each rlimit (soft and hard) for the command that follows."""
-        return ["/usr/bin/prlimit", f"--as={self.address_space_mb * MB}", f"--nofile={self.open_files}",
+        return [PRLIMIT, f"--as={self.address_space_mb * MB}", f"--nofile={self.open_files}",
                 f"--fsize={self.file_size_mb * MB}", f"--cpu={self.cpu_seconds}", f"--nproc={self.nproc}", "--"]
 
     def set_in_this_process(self, *, processes: bool = True) -> None:
@@ -153,6 +154,8 @@ def explain_error(type_name: str, message: str) -> str:
         return f"the process limit of the grading sandbox ({_active.processes})"
     if type_name == "OSError" and f"[Errno {errno.ENOSPC}]" in message:
         return f"the size of the sandbox's temporary folder ({_active.tmp_mb} MB)"
+    if type_name == "OSError" and f"[Errno {errno.EFBIG}]" in message:
+        return f"the file size limit of the grading sandbox ({_active.file_size_mb} MB)"
     if type_name == "OSError" and f"[Errno {errno.EMFILE}]" in message:
         return f"the open-files limit of the grading sandbox ({_active.open_files})"
     return ""

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from .errors import SandboxUnavailable
 from . import limits as _limits
-from .limits import Limits
+from .limits import PRLIMIT, Limits
 
 GRADER_USER = "lucy-grader"
 NOBODY = 65534
@@ -88,10 +88,11 @@ class Sandbox:
     def describe(self) -> str:
         if self.mode == "user":
             return (f"grading isolation: learner code runs as {self.user} (uid {self.uid}) in a bubblewrap "
-                    "sandbox without the course directory")
+                    "sandbox without the course directory and without a network, within the grading limits")
         if self.mode == "mounts":
-            return ("grading isolation: learner code runs in a bubblewrap sandbox without the course directory, "
-                    "as your own user (run as root for a dedicated grader user)")
+            return ("grading isolation: learner code runs in a bubblewrap sandbox without the course directory "
+                    "and without a network, within the grading limits but without a cgroup, "
+                    "as your own user (run as root for a dedicated grader user and a cgroup per submission)")
         return self.warning()
 
     def warning(self) -> str:
@@ -310,6 +311,8 @@ def detect() -> Sandbox:
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return Sandbox("none", reason="bubblewrap (bwrap) is not installed")
+    if not os.path.exists(PRLIMIT):
+        return Sandbox("none", bwrap=bwrap, reason=f"util-linux's prlimit ({PRLIMIT}) is missing: no limits could be set")
     problem = _bwrap_works(bwrap)
     if problem:
         return Sandbox("none", bwrap=bwrap, reason=problem)

@@ -77,7 +77,8 @@ class Cluster:
 @contextmanager
 def dask_cluster(course: Path, folder: Path, *, workers: int, tls: TlsFiles | None = None) -> Iterator[Cluster]:
     """A `dask scheduler` and ``workers`` `dask worker` processes on 127.0.0.1, each in a process group
-    of its own and working in the course folder; stopped on leaving (SIGTERM, then SIGKILL after 30 s)."""
+    of its own and working in the course folder; stopped on leaving, the workers first (SIGTERM, then
+    SIGKILL after 30 s)."""
     folder.mkdir(parents=True)
     scheduler_file = folder / "scheduler.json"
     security = ["--tls-ca-file", tls.ca_file, "--tls-cert", tls.cert, "--tls-key", tls.key] if tls else []
@@ -103,9 +104,8 @@ def dask_cluster(course: Path, folder: Path, *, workers: int, tls: TlsFiles | No
             client.wait_for_workers(workers, timeout=60)
         yield Cluster(address, folder)
     finally:
-        for process in started:
+        for process in reversed(started):  # the workers first: each says goodbye to a scheduler still there
             os.killpg(process.pid, signal.SIGTERM)
-        for process in started:
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -167,8 +167,8 @@ class Graded:
     done: subprocess.CompletedProcess
     entries: dict
     hostile_printed: str
-    left: list[str]
-    seconds: float
+    running: list[str]  # the cluster's processes, found while it ran
+    left: list[str]  # the same search once it was stopped
 
 
 @pytest.fixture(scope="module")
@@ -193,13 +193,12 @@ def graded(tmp_path_factory) -> Graded:
         target = on_cluster / "submitted" / HOSTILE / UNIT
         target.mkdir(parents=True)
         nbformat.write(hostile, str(target / f"{UNIT}.ipynb"))
-        started = time.monotonic()
         done = lucy("autograde", UNIT, "--scheduler", cluster.address, "--course", str(on_cluster), "--timeout", "600")
-        seconds = time.monotonic() - started
         entries = gradebook_entries(on_cluster, CLASS)
+        running = processes_of(on_cluster, root / "dask")
     time.sleep(1)  # a process the cluster's stop left would still be there; give the kernel a moment to reap
     return Graded(course.root, tls_course, on_cluster, done, entries, printed(on_cluster, HOSTILE),
-                  processes_of(on_cluster, root / "dask"), seconds)
+                  running, processes_of(on_cluster, root / "dask"))
 
 
 def test_a_dask_cluster_grades_a_class_into_postgresql_as_sequential_nbgrader_does(graded):
@@ -216,6 +215,7 @@ def test_a_plain_tcp_scheduler_is_named_as_open_to_anyone_who_reaches_it(graded)
 
 
 def test_no_process_of_the_cluster_or_of_grading_is_left_once_the_cluster_is_stopped(graded):
+    assert len([p for p in graded.running if " worker " in p]) == 2 and [p for p in graded.running if " scheduler " in p]
     assert graded.left == []
 
 

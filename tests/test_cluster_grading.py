@@ -33,7 +33,7 @@ import pytest
 from lucy_runtime import sandbox
 from lucy_runtime.cells import is_learner_owned
 from lucy_runtime.cli import main
-from lucy_runtime.course import ScratchCourse, nbgrader
+from lucy_runtime.course import REPO, ScratchCourse, nbgrader
 from lucy_runtime.educator.scheduler import TlsFiles, connect
 from lucy_runtime.educator.verify import filled
 
@@ -233,16 +233,25 @@ def test_learner_code_cannot_reach_the_scheduler_and_run_code_on_the_workers(gra
 
 # --- a TLS scheduler ---------------------------------------------------------------------------
 
-def certificate_authority(folder: Path, name: str) -> TlsFiles:
-    """A certificate authority and one certificate it signed, by the README's commands."""
+# The README's commands (A class on a server), as written: a certificate authority, and one
+# certificate it signed for the scheduler, the workers and `lucy` alike.
+OPENSSL = ("openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=ch07-grading-ca -keyout ca.key -out ca.pem",
+           "openssl req -newkey rsa:2048 -nodes -subj /CN=ch07-grader -keyout grader.key -out grader.csr",
+           "openssl x509 -req -in grader.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 365 -out grader.pem")
+
+
+def certificate_authority(folder: Path) -> TlsFiles:
+    """A certificate authority of its own in ``folder``, by the README's commands: run twice, the same
+    names, other keys."""
     folder.mkdir(parents=True)
-    for command in (f"openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN={name}-ca "
-                    "-keyout ca.key -out ca.pem",
-                    f"openssl req -newkey rsa:2048 -nodes -subj /CN={name} -keyout grader.key -out grader.csr",
-                    "openssl x509 -req -in grader.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 365 "
-                    "-out grader.pem"):
+    for command in OPENSSL:
         subprocess.run(command.split(), cwd=folder, check=True, capture_output=True, timeout=60)
     return TlsFiles(str(folder / "ca.pem"), str(folder / "grader.pem"), str(folder / "grader.key"))
+
+
+def test_the_readme_makes_the_certificates_with_the_commands_tested_here():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert [command for command in OPENSSL if command not in readme] == []
 
 
 @dataclass(frozen=True)
@@ -255,7 +264,7 @@ class TlsCluster:
 @pytest.fixture(scope="module")
 def tls_cluster(graded, tmp_path_factory) -> Iterator[TlsCluster]:
     root = tmp_path_factory.mktemp("tls")
-    tls = certificate_authority(root / "certificates", "ch07-grader")
+    tls = certificate_authority(root / "certificates")
     with dask_cluster(graded.tls_course, root / "dask", workers=1, tls=tls) as cluster:
         done = lucy("autograde", UNIT, "--scheduler", cluster.address, "--course", str(graded.tls_course),
                     "--tls-ca-file", str(tls.ca_file), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key))
@@ -272,7 +281,7 @@ def test_a_tls_scheduler_grades_with_the_course_s_certificate(graded, tls_cluste
 
 def test_a_tls_scheduler_refuses_a_certificate_of_anyone_s_own_making_in_one_clear_line(graded, tls_cluster,
                                                                                        tmp_path, capsys):
-    mine = certificate_authority(tmp_path / "mine", "not-a-grader")
+    mine = certificate_authority(tmp_path / "mine")  # the same names as the course's
     notebook = graded.tls_course / "autograded" / "correct" / UNIT / f"{UNIT}.ipynb"
     before = notebook.stat().st_mtime_ns
     for ca_file in (mine.ca_file, tls_cluster.tls.ca_file):  # their own authority; the course's, with their own certificate

@@ -1,8 +1,8 @@
 """`lucy autograde --scheduler` against a real Dask cluster on loopback: its grades, its processes, its hole.
 
 A real `dask scheduler` and two `dask worker` processes, started in the course folder as a
-course on a server starts them, grade a small class into a PostgreSQL gradebook through the
-`lucy` command; plain sequential `nbgrader autograde` grades the same class into SQLite, and
+course on a server starts them, grade a small class through the `lucy` command into a
+PostgreSQL gradebook whose role has a password, read from a password file; plain sequential `nbgrader autograde` grades the same class into SQLite, and
 the two must agree. One more submission does what a learner on such a course could try:
 reach the scheduler from inside the grading kernel and run a function on the workers, which
 grade outside the sandbox, as root, in the course folder. It is handed the scheduler's real
@@ -29,6 +29,7 @@ from typing import Iterator
 import dask
 import nbformat
 import pytest
+from sqlalchemy.engine import make_url
 
 from lucy_runtime import sandbox
 from lucy_runtime.cells import is_learner_owned
@@ -45,6 +46,7 @@ UNIT = "ch07_unit_a"
 CLASS = ("correct", "blank")
 HOSTILE = "reach-the-scheduler"
 MARKER = "written-by-the-learner-on-a-worker"
+ROLE = ("lucy", "a-password-only-the-graders-hold")  # the gradebook's owner, as the README makes it
 DASK = Path(sys.executable).parent / "dask"
 
 # The learner's cell, in the kernel (the sealed re-check's children would only try the same
@@ -153,6 +155,18 @@ def printed(root: Path, student: str) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []))
 
 
+def refusal(address) -> str:
+    """What PostgreSQL says to the gradebook's role without its password (no password file at all)."""
+    import psycopg
+
+    try:
+        psycopg.connect(host=address.host, port=address.port, user=address.username, dbname=address.database,
+                        passfile="/nonexistent", connect_timeout=10).close()
+    except psycopg.OperationalError as error:
+        return str(error)
+    return "connected without the password"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -169,6 +183,7 @@ class Graded:
     hostile_printed: str
     running: list[str]  # the cluster's processes, found while it ran
     left: list[str]  # the same search once it was stopped
+    without_password: str  # what the gradebook's server said to a connection without the role's password
 
 
 @pytest.fixture(scope="module")
@@ -183,22 +198,29 @@ def graded(tmp_path_factory) -> Graded:
     on_cluster = root / "on-cluster"
     shutil.copytree(course.root, on_cluster, ignore=shutil.ignore_patterns("gradebook.db"))
     nbgrader(["autograde", UNIT, "--force"], cwd=course.root)
-    with postgres() as url, dask_cluster(on_cluster, root / "dask", workers=2) as cluster:
+    with postgres(role=ROLE) as url, pytest.MonkeyPatch.context() as patch:
+        address = make_url(url)
+        pgpass = root / "pgpass"  # the README's ~/.pgpass line, in a file of this test's own
+        pgpass.write_text(f"127.0.0.1:{address.port}:{address.database}:{address.username}:{ROLE[1]}\n")
+        pgpass.chmod(0o600)
+        without_password = refusal(address)
+        patch.setenv("PGPASSFILE", str(pgpass))  # for lucy, the workers and nbgrader, and this process
         with (on_cluster / "nbgrader_config.py").open("a") as config:
             config.write(f"\nc.CourseDirectory.db_url = {url!r}\n")
-        nbgrader(["generate_assignment", UNIT, "--force"], cwd=on_cluster)
-        hostile = nbformat.read(str(on_cluster / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
-        cell = next(c for c in hostile.cells if is_learner_owned(c))
-        cell.source = f"PORT = {cluster.address.rsplit(':', 1)[1]}\nMARKER = {MARKER!r}\n{REACH}\n{cell.source}"
-        target = on_cluster / "submitted" / HOSTILE / UNIT
-        target.mkdir(parents=True)
-        nbformat.write(hostile, str(target / f"{UNIT}.ipynb"))
-        done = lucy("autograde", UNIT, "--scheduler", cluster.address, "--course", str(on_cluster), "--timeout", "600")
-        entries = gradebook_entries(on_cluster, CLASS)
-        running = processes_of(on_cluster, root / "dask")
+        with dask_cluster(on_cluster, root / "dask", workers=2) as cluster:
+            nbgrader(["generate_assignment", UNIT, "--force"], cwd=on_cluster)
+            hostile = nbformat.read(str(on_cluster / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
+            cell = next(c for c in hostile.cells if is_learner_owned(c))
+            cell.source = f"PORT = {cluster.address.rsplit(':', 1)[1]}\nMARKER = {MARKER!r}\n{REACH}\n{cell.source}"
+            target = on_cluster / "submitted" / HOSTILE / UNIT
+            target.mkdir(parents=True)
+            nbformat.write(hostile, str(target / f"{UNIT}.ipynb"))
+            done = lucy("autograde", UNIT, "--scheduler", cluster.address, "--course", str(on_cluster), "--timeout", "600")
+            entries = gradebook_entries(on_cluster, CLASS)
+            running = processes_of(on_cluster, root / "dask")
     time.sleep(1)  # a process the cluster's stop left would still be there; give the kernel a moment to reap
     return Graded(course.root, tls_course, on_cluster, done, entries, printed(on_cluster, HOSTILE),
-                  running, processes_of(on_cluster, root / "dask"))
+                  running, processes_of(on_cluster, root / "dask"), without_password)
 
 
 def test_a_dask_cluster_grades_a_class_into_postgresql_as_sequential_nbgrader_does(graded):
@@ -207,6 +229,11 @@ def test_a_dask_cluster_grades_a_class_into_postgresql_as_sequential_nbgrader_do
     assert graded.entries == gradebook_entries(graded.sequential, CLASS)
     assert any(score for score, _, _ in graded.entries.values()), "the correct submission earned nothing"
     assert not (graded.course / "gradebook.db").exists()
+
+
+def test_the_gradebook_takes_its_password_from_the_password_file_and_refuses_a_connection_without_it(graded):
+    assert graded.done.returncode == 0 and graded.entries
+    assert "no password supplied" in graded.without_password
 
 
 def test_a_plain_tcp_scheduler_is_named_as_open_to_anyone_who_reaches_it(graded):

@@ -2,13 +2,14 @@
 
 A real `dask scheduler` and two `dask worker` processes, started in the course folder as a
 course on a server starts them, grade a small class through the `lucy` command into a
-PostgreSQL gradebook whose role has a password, read from a password file; plain sequential `nbgrader autograde` grades the same class into SQLite, and
-the two must agree. One more submission does what a learner on such a course could try:
-reach the scheduler from inside the grading kernel and run a function on the workers, which
-grade outside the sandbox, as root, in the course folder. It is handed the scheduler's real
-port (a learner would scan loopback for it). Only a sandbox with no network of its own
-refuses it. A second cluster, with a certificate authority made here by the README's
-`openssl` commands, grades through TLS and refuses a client with any other certificate.
+PostgreSQL gradebook owned by a role whose password is in a password file; plain
+sequential `nbgrader autograde` grades the same class into SQLite, and the two must agree.
+One more submission does what a learner on such a course could try: reach the scheduler
+from inside the grading kernel and run a function on the workers, which grade outside the
+sandbox, as root, in the course folder. It is handed the scheduler's real port (a learner
+would scan loopback for it). Only a sandbox with no network of its own refuses it. A
+second cluster, with a certificate authority made here by the README's `openssl`
+commands, grades through TLS and refuses a client with any other certificate.
 """
 
 from __future__ import annotations
@@ -51,21 +52,23 @@ DASK = Path(sys.executable).parent / "dask"
 
 # The learner's cell, in the kernel (the sealed re-check's children would only try the same
 # again): reach the scheduler, run a function on every worker (Client.run: at once, outside
-# any task queue), and say what happened. The rest of the notebook stays the blank release.
+# any task queue), and say what happened. Only a connection that fails is caught (Dask's are
+# OSErrors), so a cell that could not even import Dask says so instead of passing. The rest
+# of the notebook stays the blank release.
 REACH = '''
 if __name__ == "__main__":
+    from distributed import Client as _Client
+
+    def _plant():
+        import os
+        with open(os.path.join(os.getcwd(), MARKER), "w") as fh:
+            fh.write(f"uid={os.getuid()} cwd={os.getcwd()}")
+        return os.getcwd()
+
     try:
-        from distributed import Client as _Client
-
-        def _plant():
-            import os
-            with open(os.path.join(os.getcwd(), MARKER), "w") as fh:
-                fh.write(f"uid={os.getuid()} cwd={os.getcwd()}")
-            return os.getcwd()
-
         with _Client(f"tcp://127.0.0.1:{PORT}", timeout=5) as _client:
             print("reached the scheduler; the workers ran it in", sorted(set(_client.run(_plant).values())))
-    except Exception as _error:
+    except OSError as _error:
         print("no scheduler in reach:", type(_error).__name__)
 '''
 

@@ -7,7 +7,7 @@ sequential `nbgrader autograde` grades the same class into SQLite, and the two m
 One more submission does what a learner on such a course could try: reach the scheduler
 from inside the grading kernel and run a function on the workers, which grade outside the
 sandbox, as root, in the course folder. It is handed the scheduler's real port (a learner
-would scan loopback for it). Only a sandbox with no network of its own refuses it. A
+would scan loopback for it). The sandbox's network namespace of its own refuses it. A
 second cluster, with a certificate authority made here by the README's `openssl`
 commands, grades through TLS and refuses a client with any other certificate.
 """
@@ -250,8 +250,8 @@ def test_no_process_of_the_cluster_or_of_grading_is_left_once_the_cluster_is_sto
 
 
 def test_learner_code_cannot_reach_the_scheduler_and_run_code_on_the_workers(graded):
-    """Fails until the grading sandbox has a network of its own (issue 27, item 1): today the kernel
-    reaches the host's loopback, the workers run the learner's function, and the marker is there."""
+    """Before the sandbox had a network of its own, this failed: the kernel reached the host's loopback,
+    and the workers wrote the learner's marker in the course folder as uid 0."""
     box = sandbox.detect()
     assert box.isolated, f"this test proves the sandbox, and there is none: {box.reason}"
     marker = graded.course / MARKER

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from .nbgrader_main import leave_out_unused_imports
+from .units import UNITS
 
 
 def _rows(args) -> int:
@@ -116,12 +117,18 @@ def _release(args) -> int:
 
 
 def _verify(args) -> int:
-    from .educator.verify import verify
+    from .educator.verify import select_for_verify, verify
+    from .errors import UnknownCase
     from .progress import RichProgress
     from .sandbox import detect
 
     print(detect().describe(), flush=True)  # learner code is sandboxed, or one warning says it is not
-    report = verify(progress=RichProgress())
+    try:
+        selection = select_for_verify(getattr(args, "case", None) or [], getattr(args, "unit", None) or [])
+    except UnknownCase as error:
+        print(f"lucy verify-grader: {error}", file=sys.stderr)
+        return 2
+    report = verify(progress=RichProgress(), keep=getattr(args, "keep", False), **selection)
     print("\nGrade table (autograded points only; written answers are marked by hand)\n")
     print(report.grade_table())
     print("\nKill matrix: educator cases (columns) × rows that lost them points\n")
@@ -138,6 +145,8 @@ def _verify(args) -> int:
     graded = len(report.entries)
     print(f"{'grader verified' if report.ok else 'GRADER NOT VERIFIED'}: {graded} submissions autograded by nbgrader "
           f"in {report.seconds} s ({report.seconds / max(graded, 1):.1f} s each)")
+    if getattr(args, "keep", False) and report.root is not None:
+        print(f"the scratch courses are kept in {report.root} (delete the folder when done)")
     if args.json:
         Path(args.json).write_text(report.to_json())
     return 0 if report.ok else 1
@@ -303,6 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_release)
     p = sub.add_parser("verify-grader", help="autograde reference, blank and every case; print the kill matrix")
     p.add_argument("--json")
+    p.add_argument("--keep", action="store_true", help="keep the scratch courses nbgrader graded (their folder is printed)")
+    p.add_argument("--case", action="append", metavar="NAME",
+                   help="grade only this educator case, alternative or tamper case (repeatable), beside the "
+                        "references, the blank releases and the honest submissions the tampers ride on")
+    p.add_argument("--unit", action="append", choices=UNITS, help="grade only this unit (repeatable)")
     p.set_defaults(func=_verify)
     p = sub.add_parser("mutation-score", help="mutate the reference cells with cosmic-ray; how many mutants the rows kill")
     p.add_argument("notebook_dir", nargs="?", default="source")

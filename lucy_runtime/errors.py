@@ -37,6 +37,8 @@ The tree:
     - EditDoesNotApply: a case's edit does not fit the cell it names (also ``ValueError``)
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
+    - UnknownCase: a case, alternative or tamper case named that the course does not have
+      (also ``LookupError``)
     - BookBuildFailed: jupyter-book did not produce the book's site
     - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it
     - SchedulerUnreachable: ``lucy autograde --scheduler`` could not reach the Dask scheduler,
@@ -191,6 +193,10 @@ class BaselineFails(EducatorError, RuntimeError):
 class MutationToolFailed(EducatorError, RuntimeError):
     def __init__(self, command: list[str], output: str):
         super().__init__(f"{' '.join(command)} failed:\n{output[-3000:]}")
+
+
+class UnknownCase(EducatorError, LookupError):
+    """A case, alternative or tamper case was named that the course does not have."""
 
 
 class BookBuildFailed(EducatorError):

@@ -263,9 +263,18 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
                        writable=[str(sockets)] if sockets else [], limits=limits), scratch
 
 
+SOCKET_PATH_MAX = 100
+"""A Unix socket's path must fit in 107 bytes (``sun_path``); the kernel's are ``<folder>/kernel-N``."""
+
+
 def socket_folder(box: Sandbox) -> Path:
-    """A new folder for one kernel's Unix sockets, writable by the user the kernel runs as."""
-    folder = Path(tempfile.mkdtemp(prefix="lucy-ipc-"))
+    """A new folder for one kernel's Unix sockets, writable by the user the kernel runs as: in the
+    temporary folder, or in ``/tmp`` when that path is too long for a socket (a test's, an nbgrader
+    command's own). It goes with the kernel."""
+    for base in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if len(os.path.join(base, "lucy-ipc-xxxxxxxx", "kernel-99")) <= SOCKET_PATH_MAX and os.access(base, os.W_OK):
+            break
+    folder = Path(tempfile.mkdtemp(prefix="lucy-ipc-", dir=base))
     if box.drops_user and box.uid is not None and box.gid is not None:
         os.chown(folder, box.uid, box.gid)
     return folder

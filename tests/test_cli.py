@@ -136,3 +136,30 @@ def test_lucy_ends_quietly_when_the_reader_of_its_output_goes_away():
     done = subprocess.run(f"'{sys.executable}' -m lucy_runtime.cli rows | true", shell=True, capture_output=True,
                           text=True, timeout=120)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+
+
+def test_verify_grader_grades_only_the_named_case_and_keeps_nothing_unless_asked(tmp_path):
+    """A contributor who changed one case grades it, not all of them; the scratch courses go with the run."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = lucy("verify-grader", "--case", "noop-finish", "--unit", "ch07_unit_a", env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "grader verified: 3 submissions" in done.stdout  # the reference, the blank release, the case
+    assert "noop-finish" in done.stdout and "split-finish" not in done.stdout
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("lucy-verify-")] == []
+    assert "kept in" not in done.stdout
+
+
+def test_verify_grader_names_a_case_it_does_not_know_and_grades_nothing():
+    done = lucy("verify-grader", "--case", "no-such-case")
+    assert done.returncode == 2 and "no case, alternative or tamper case named 'no-such-case'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_verify_grader_selects_a_tamper_with_the_honest_case_beneath_it():
+    from lucy_runtime.educator.verify import select_for_verify
+
+    chosen = select_for_verify(["sniff-the-injector"], [])
+    assert [t.name for t in chosen["tampers"]] == ["sniff-the-injector"]
+    assert [c.name for c in chosen["cases"]] == ["finish-two-transactions"] and chosen["units"] == ("ch07_unit_a",)
+    everything = select_for_verify([], ["ch07_unit_b"])
+    assert everything["units"] == ("ch07_unit_b",) and {c.unit for c in everything["cases"]} == {"ch07_unit_b"}

@@ -517,3 +517,14 @@ def test_an_answer_served_on_the_machines_loopback_forges_points_unsandboxed_and
         sealed = sandbox.run_sealed_rows(learner_with(blank, case).cells, [r.id for r in rows], timeout=5.0, box=box)
     assert fetched_unsandboxed > 0 and len(answers.fetched) == fetched_unsandboxed
     assert [r.row_id for r in sealed.results if r.passed] == []
+
+
+def test_a_kernels_sockets_fit_a_unix_socket_path_whatever_the_temporary_folder(tmp_path, monkeypatch):
+    deep = tmp_path / ("a-long-folder-name-" * 6)
+    deep.mkdir()
+    temporary_folder_at(monkeypatch, deep)
+    folder = sandbox.socket_folder(sandbox.detect())
+    try:
+        assert len(str(folder / "kernel-99")) <= sandbox.SOCKET_PATH_MAX
+    finally:
+        folder.rmdir()

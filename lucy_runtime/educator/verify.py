@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import tempfile
 import threading
 import time
@@ -24,7 +25,7 @@ import pandas as pd
 
 from ..cells import grade_id, is_learner_owned, is_solution, row_of, strip_markers
 from ..checker.rows import ROWS
-from ..errors import EducatorError
+from ..errors import EducatorError, UnknownCase
 from ..course import REPO, GradedSubmission, ScratchCourse
 from ..notebook import learner_implementation
 from ..progress import Progress
@@ -268,18 +269,56 @@ def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) ->
     return Handback(len(html), csv, len(grades)), problems
 
 
+def select_for_verify(names: list[str], units: list[str]) -> dict[str, Any]:
+    """``verify``'s keyword arguments for ``lucy verify-grader --case NAME --unit UNIT``: the named
+    cases, alternatives and tamper cases (with the honest cases the tampers ride on), in the named
+    units; everything when nothing is named. UnknownCase for a name nobody knows."""
+    every = {c.name: c for c in (*CASES, *PRACTICE_CASES, *ALTERNATIVES, *PRACTICE_ALTERNATIVES)}
+    tampers = {t.name: t for t in TAMPERS}
+    unknown = [n for n in names if n not in every and n not in tampers]
+    if unknown:
+        raise UnknownCase(f"no case, alternative or tamper case named {', '.join(map(repr, unknown))} "
+                          "(`lucy cases` lists the cases)")
+    wanted = set(names) | {tampers[n].honest for n in names if n in tampers}
+
+    def chosen(name: str, unit: str) -> bool:
+        return (not names or name in wanted) and (not units or unit in units)
+
+    return {"cases": tuple(c for c in (*CASES, *PRACTICE_CASES) if chosen(c.name, c.unit)),
+            "alternatives": tuple(c for c in (*ALTERNATIVES, *PRACTICE_ALTERNATIVES) if chosen(c.name, c.unit)),
+            "tampers": tuple(t for t in TAMPERS if chosen(t.name, t.unit)),
+            "units": tuple(units) if units else (tuple(sorted({every.get(n, tampers.get(n)).unit for n in names}))  # type: ignore[union-attr]
+                                                 if names else None)}
+
+
 def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
            alternatives: tuple[Case, ...] = ALTERNATIVES + PRACTICE_ALTERNATIVES,
            tampers: tuple[Tamper, ...] = TAMPERS, workdir: Path | None = None, progress: Progress | None = None,
-           workers: int = 2, feedback: bool = True, units: tuple[str, ...] | None = None) -> VerifyReport:
+           workers: int = 2, feedback: bool = True, units: tuple[str, ...] | None = None,
+           keep: bool = True) -> VerifyReport:
     """Autograde every submission through nbgrader, ``workers`` scratch courses at a time.
 
     With ``feedback``, also generate the learners' feedback and export the grades as CSV,
     and check both against the gradebook. ``units`` limits the run to some units (all by
     default); Unit B brings Unit A's assignment along, since its submissions carry one.
+    Without ``keep``, the scratch courses in a temporary folder of verify's own go when it is
+    done (the report's ``root`` is then None); a ``workdir`` of the caller's is always kept.
     """
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
+    try:
+        report = _verify_in(root, cases, alternatives, tampers, progress, workers, feedback, units, started)
+    finally:
+        if workdir is None and not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    if workdir is None and not keep:
+        report.root = None
+    return report
+
+
+def _verify_in(root: Path, cases: tuple[Case, ...], alternatives: tuple[Case, ...], tampers: tuple[Tamper, ...],
+               progress: Progress | None, workers: int, feedback: bool, units: tuple[str, ...] | None,
+               started: float) -> VerifyReport:
     first = ScratchCourse(root / "course-0", repo=REPO, units=_with_carried(units))
     with (first.root / "nbgrader_config.py").open("a") as config:
         # The sleeping tamper case is stopped after 30 s instead of the course's 120: no honest cell comes near.

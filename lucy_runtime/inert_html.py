@@ -38,6 +38,7 @@ import nh3
 from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
+from traitlets import Bool
 
 RASTER = ("image/png", "image/jpeg", "image/gif")
 KEPT_AS_IS = ("text/plain", "text/latex")
@@ -141,6 +142,8 @@ def inert_cell(cell: dict) -> dict:
 
 class InertHTML(Preprocessor):
     """The last autograde step: every learner-controlled piece of HTML made inert."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when it is enabled; this one always is").tag(config=True)
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)

@@ -156,13 +156,14 @@ return report'''
 def runs_as_the_educator(kind: str) -> str:
     """JavaScript that marks the page it ran in (``top.lucyRan`` lists each ``kind``) and, in
     formgrader's grading page, gives every cell of the submission full marks through formgrader's
-    own API. Single quotes only, so it also fits in an HTML attribute."""
+    own API. Single quotes only, so it also fits in an HTML attribute; its value is undefined, so as a
+    ``javascript:`` link it leaves the page in place."""
     return ("top.lucyRan=(top.lucyRan||[]).concat(['" + kind + "']);"
             "var m=top.location.pathname.match(/submissions[/]([^/]+)/);"
             "var x=(top.document.cookie.match(/_xsrf=([^;]+)/)||[])[1];"
             "if(m)fetch('/formgrader/api/grades?submission_id='+m[1]).then(function(r){return r.json()})"
             ".then(function(gs){gs.forEach(function(g){fetch('/formgrader/api/grade/'+g.id,{method:'PUT',"
-            "headers:{'X-XSRFToken':x},body:JSON.stringify({manual_score:g.max_score})})})});")
+            "headers:{'X-XSRFToken':x},body:JSON.stringify({manual_score:g.max_score})})})});void 0;")
 
 
 HOSTILE_ANSWER = f"""The worker's row stays running: nothing replays it.
@@ -179,7 +180,7 @@ HOSTILE_ANSWER = f"""The worker's row stays running: nothing replays it.
 
 <a id="lucy-html-link" href="javascript:{runs_as_the_educator("html-link")}">a link to click</a>
 
-[a Markdown link to click](javascript:void(top.lucyRan=['markdown-link']))
+[a Markdown link to click](javascript:void(top.lucyRan=(top.lucyRan||[]).concat('markdown-link')))
 """
 """A written answer with script in each form a page can run it: shown as it is, it would save scores."""
 

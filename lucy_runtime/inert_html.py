@@ -23,9 +23,10 @@ nbgrader has scored the cells, and rewrites what formgrader and feedback show:
 Cleaning keeps a fixed set of tags (no script, style, iframe, object, form, svg or
 math), no event handler, style or id attribute, links only to http(s) and mailto,
 and images only as embedded PNG, JPEG or GIF. Relative links are dropped: formgrader
-serves the files of a submission from the educator's origin. nbconvert's
-``SanitizeHTML`` does less: it leaves Markdown link syntax and attachments alone and
-escapes the Markdown source as if it were HTML, which breaks formulas.
+serves the files of a submission from the educator's origin. nbconvert's own
+``SanitizeHTML`` (bleach) was not enough: it keeps Markdown links to ``javascript:`` and
+every attachment, and it escapes the Markdown source as if it were HTML, so ``$a<b$``
+shows as ``a&lt;b``, a ``> quote`` as text, and a DataFrame's table as its markup.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Chromium, runs none of its script and keeps the score autograde gave it; an hone
 readable and formgrader still saves its manual score.
 
 The hostile submission is the tamper case ``script-in-written-answer`` (the blank release, a
-written answer with script in seven forms, outputs with script in five) plus a raw ``text/html``
-cell. Every piece of script would mark the page (``top.lucyRan``) and give every cell full
+written answer with script in eight forms, outputs with script in four and a widget view) plus a
+raw ``text/html`` cell. Every piece of script would mark the page (``top.lucyRan``) and give every cell full
 marks through formgrader's own API, as the educator. One nbgrader course for the module.
 """
 

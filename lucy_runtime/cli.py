@@ -192,22 +192,31 @@ def _positive(text: str) -> int:
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
     from .educator.parallel import autograde_class
+    from .educator.scheduler import TlsFiles, open_to_anyone
     from .errors import LucyError
 
     def progress(outcome, done: int, total: int) -> None:
         bar = "#" * (30 * done // total)
-        print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s)",
+        stopped = f"; stopped: {outcome.stopped}" if outcome.stopped else ""
+        print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s{stopped})",
               flush=True)
 
+    warning = open_to_anyone(args.scheduler) if args.scheduler else None
+    if warning:
+        print(f"lucy autograde: {warning}", file=sys.stderr, flush=True)
     try:
         result = autograde_class(Path(args.course), args.assignment, jobs=args.jobs, scheduler=args.scheduler,
+                                 tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key),
                                  timeout=args.timeout, on_done=progress)
-    except LucyError as error:  # no course here, no such assignment, nothing handed in
+    except LucyError as error:  # no course here, no such assignment, nothing handed in, no scheduler
         print(f"lucy autograde: {error}", file=sys.stderr)
         return 2
     for outcome in result.unfinished:
         print(f"\nNOT GRADED: {outcome.student} ({outcome.status.value}); the end of nbgrader's log:\n"
               f"{outcome.log_tail[-800:]}")
+    for outcome in result.outcomes:
+        if outcome.stopped:
+            print(f"STOPPED: {outcome.student}: {outcome.stopped}")
     graded = len(result.outcomes) - len(result.unfinished)
     print(f"\n{graded} of {len(result.outcomes)} submissions of {result.assignment} graded in {result.seconds:g} s "
           f"({result.jobs} jobs, {result.engine})"
@@ -314,7 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("autograde", help="autograde every submission of ASSIGNMENT in parallel (Dask), as nbgrader does")
     p.add_argument("assignment")
     p.add_argument("--jobs", type=_positive, default=2, help="submissions graded at once (default 2)")
-    p.add_argument("--scheduler", help="a Dask scheduler address (tcp://host:8786); default: a LocalCluster here")
+    p.add_argument("--scheduler", help="a Dask scheduler address (tls://host:8786); default: a LocalCluster here")
+    p.add_argument("--tls-ca-file", help="for a tls:// scheduler: the course's CA certificate (PEM); "
+                                         "default: Dask's distributed.comm.tls.ca-file")
+    p.add_argument("--tls-cert", help="this client's certificate (PEM); default: distributed.comm.tls.client.cert")
+    p.add_argument("--tls-key", help="this client's private key (PEM); default: distributed.comm.tls.client.key")
     p.add_argument("--timeout", type=_positive, default=900, help="seconds one submission may take (default 900)")
     p.add_argument("--course", default=".", help="the course directory (default: this folder)")
     p.add_argument("--json", help="write the outcome of every submission here")

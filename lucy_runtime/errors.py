@@ -39,6 +39,8 @@ The tree:
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
     - BookBuildFailed: jupyter-book did not produce the book's site
     - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it
+    - SchedulerUnreachable: ``lucy autograde --scheduler`` could not reach the Dask scheduler,
+      or the scheduler and this client did not accept each other's TLS certificates
     - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
     - BenchFailed: the reference did not do the work ``make bench`` timed
 
@@ -197,6 +199,11 @@ class BookBuildFailed(EducatorError):
 
 class NothingToGrade(EducatorError):
     """The course has no such assignment in its gradebook, or no submission of it."""
+
+
+class SchedulerUnreachable(EducatorError):
+    """``lucy autograde --scheduler`` got no Dask scheduler to grade with: nothing answered at the
+    address, or the TLS settings are missing, unreadable or not the scheduler's (no job has started)."""
 
 
 class GradebookUnreadable(EducatorError):

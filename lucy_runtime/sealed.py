@@ -22,6 +22,7 @@ from .checker.rows import ROWS
 from .carry import unit_a_cells
 from .cells import grade_id, row_of, test_cells
 from .errors import UnitANotFound
+from .limits import GradingLimits
 from .notebook import graded_cells
 from .sandbox import run_sealed_rows
 
@@ -73,7 +74,8 @@ class SealedVerdicts(NbGraderPreprocessor):
         verdicts = {}
         if graded:
             report = run_sealed_rows(notebook_learner(nb, unit, folder).cells, list(dict.fromkeys(graded.values())),
-                                     timeout=self.timeout, log=self.log)
+                                     timeout=self.timeout, log=self.log, limits=GradingLimits(parent=self).limits(),
+                                     folder=folder)
             verdicts = {r.row_id: r for r in report.results}
         for cell in test_cells(nb):
             name = grade_id(cell)

@@ -40,7 +40,7 @@ def test_the_errors_docstring_lists_every_error(error):
 
 
 @pytest.mark.parametrize("module", ["course", "carry", "sandbox", "telegram", "telegram_fake", "checker", "checker.harness",
-                                    "educator.mutation", "educator.parallel", "book", "bench", "gradebook",
+                                    "educator.mutation", "educator.parallel", "educator.scheduler", "book", "bench", "gradebook",
                                     "practice.kill", "practice.seats", "transport", "delivery"])
 def test_errors_raised_elsewhere_are_the_ones_in_the_tree(module):
     imported = __import__(f"lucy_runtime.{module}", fromlist=["_"])

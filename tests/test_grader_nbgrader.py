@@ -56,7 +56,7 @@ def test_the_sample_names_real_cases_and_every_case_a_tamper_rides_on():
 
     known = {c.name for c in CASES + PRACTICE_CASES + ALTERNATIVES + PRACTICE_ALTERNATIVES}
     assert set(THROUGH_NBGRADER) <= known
-    assert {t.honest for t in TAMPERS} - {"blank-release"} <= set(THROUGH_NBGRADER)
+    assert {t.honest for t in TAMPERS} - {"blank-release", "reference"} <= set(THROUGH_NBGRADER)
     assert {c.unit for c in sample(CASES + PRACTICE_CASES)} == {c.unit for c in sample(ALTERNATIVES + PRACTICE_ALTERNATIVES)} \
         == {"ch07_unit_a", "ch07_unit_b", "ch07_practice"}
 
@@ -144,6 +144,23 @@ def test_no_tamper_case_outscores_the_honest_submission_beneath_it(verified, tam
     assert base is not None, f"{tamper.honest} was not graded"
     assert tampered.graded.score <= base.graded.score, (tampered.graded, base.graded)
     assert "held" in verified.tamper_table() and "FORGED" not in verified.tamper_table()
+
+
+def test_no_learner_code_reached_the_answer_server_on_the_grading_machine(verified):
+    assert verified.answers_fetched == 0
+    assert entry(verified, "fetch-the-answer").graded.score == 0
+
+
+@pytest.mark.parametrize("name", ["memory-without-end", "print-without-end", "sleep-forever"])
+def test_a_submission_stopped_by_a_limit_is_graded_and_says_which(verified, name):
+    import glob
+
+    student = name.replace("-", "_")
+    [path] = glob.glob(str(verified_root(verified) / "course-*" / "autograded" / student / "ch07_unit_a" / "*.ipynb"))
+    text = open(path, encoding="utf-8").read()
+    assert {"memory-without-end": "memory", "print-without-end": "output limit",
+            "sleep-forever": "CellTimeoutError"}[name] in text
+    assert entry(verified, name).graded.score == entry(verified, "reference").graded.score
 
 
 @pytest.mark.parametrize("name", ["rebind-grade", "display-ok", "last-value-string"])

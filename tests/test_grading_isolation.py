@@ -1,9 +1,10 @@
 """Learner code cannot reach the course while it is graded (lucy_runtime/sandbox.py).
 
 Each trick below is a blank release with one learner cell changed, autograded by real
-``nbgrader autograde``. The trick reports what it could reach over a TCP connection to
-this test (the network is not unshared), from the kernel and from the sealed re-check's
-children alike, so a test can tell "refused" from "never ran".
+``nbgrader autograde``. The trick reports what it could reach through a Unix socket in
+the test's channel folder (``sandbox.TEST_CHANNEL``: the network is shut), from the
+kernel and from the sealed re-check's children alike, so a test can tell "refused" from
+"never ran".
 """
 
 from __future__ import annotations
@@ -102,15 +103,16 @@ def test_the_sealed_recheck_runs_learner_cells_in_the_sandbox_as_the_grader_user
     box = sandbox.detect()
     if not box.isolated:
         pytest.skip(f"no sandbox here: {box.reason}")
-    listener = Listener()
+    listener = Listener(tmp_path / "channel")
     secret = tmp_path / "secret.txt"
     secret.write_text("the reference")
     secret.chmod(0o644)
-    cell = (f"PORT = {listener.port}\n" + REPORT + "import os\n"
+    cell = (f"CHANNEL = {listener.path!r}\n" + REPORT + "import os\n"
             f"_lucy_report('sealed', sees={str(secret)!r} if os.path.exists({str(secret)!r}) else None,\n"
             "             env=sorted(k for k in os.environ if k.startswith('NBGRADER')))\n")
     row = next(r.id for r in ROWS.values() if r.unit == "A")
-    report = sandbox.run_sealed_rows([(f"{UNIT}:create_schema", cell)], [row], timeout=2.0, box=box)
+    with listener.open_to_the_sandbox():
+        report = sandbox.run_sealed_rows([(f"{UNIT}:create_schema", cell)], [row], timeout=2.0, box=box)
     assert [r.row_id for r in report.results] == [row] and not report.passed and report.title == "sealed"
     seen = listener.of("sealed")
     assert seen and all(r["where"] == "learner" and r["sees"] is None and r["env"] == [] for r in seen), seen
@@ -151,7 +153,9 @@ def _lucy_report(kind, **data):
         return
     open(flag, "w").close()
     data.update(kind=kind, where=__name__, uid=_o.getuid())
-    with _s.create_connection(("127.0.0.1", PORT), timeout=5) as c:
+    with _s.socket(_s.AF_UNIX) as c:
+        c.settimeout(5)
+        c.connect(CHANNEL)
         c.sendall(_j.dumps(data).encode())
 '''
 
@@ -246,18 +250,46 @@ if not shown:
 _lucy_report("finish", shown=shown)
 '''
 
-TRICKS = {"a-read": READ, "b-detach": DETACH, "c-tamper": TAMPER, "d-finish": FINISH}
+NETWORK = '''
+try:
+    with _s.create_connection(("127.0.0.1", HOST_PORT), timeout=3) as c:
+        c.sendall(b"reached the host")
+    reached = "connected"
+except OSError as error:
+    reached = type(error).__name__
+_lucy_report("network", reached=reached, interfaces=sorted(name for _, name in _s.if_nameindex()))
+'''
+
+TRICKS = {"a-read": READ, "b-detach": DETACH, "c-tamper": TAMPER, "d-finish": FINISH, "f-network": NETWORK}
 LATER = "e-reference"
 
 
 class Listener:
-    """Collects what the tricks report, with the time each report arrived."""
+    """Collects what the tricks report, with the time each report arrived, on a Unix socket in
+    a folder of its own that the sandbox binds while ``open_to_the_sandbox`` holds."""
 
-    def __init__(self):
-        self.server = socket.create_server(("127.0.0.1", 0), backlog=64)
-        self.port = self.server.getsockname()[1]
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o777)
+        self.folder, self.path = folder, str(folder / "report.sock")
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(self.path)
+        os.chmod(self.path, 0o777)  # the grader user connects too
+        self.server.listen(64)
         self.reports: list[tuple[float, dict]] = []
         threading.Thread(target=self._serve, daemon=True).start()
+
+    @contextlib.contextmanager
+    def open_to_the_sandbox(self):
+        before = os.environ.get(sandbox.TEST_CHANNEL)
+        os.environ[sandbox.TEST_CHANNEL] = str(self.folder)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(sandbox.TEST_CHANNEL, None)
+            else:
+                os.environ[sandbox.TEST_CHANNEL] = before
 
     def _serve(self):
         while True:
@@ -280,23 +312,34 @@ class Listener:
 def graded(tmp_path_factory):
     box = sandbox.detect()
     assert box.isolated, f"these tests prove the sandbox, and there is none: {box.reason}"
-    listener = Listener()
+    listener = Listener(tmp_path_factory.mktemp("channel"))
+    host = socket.create_server(("127.0.0.1", 0))  # a service on the grading machine's loopback
+    host.settimeout(0.5)
     course = ScratchCourse(tmp_path_factory.mktemp("isolation") / "course", units=(UNIT,))
     release = course.release(UNIT)
     for student, trick in TRICKS.items():
         nb = course.release(UNIT)
         cell = next(c for c in nb.cells if is_learner_owned(c))
-        cell.source = (f"PORT = {listener.port}\nCOURSE = {str(course.root)!r}\nREPO = {str(REPO)!r}\n"
+        cell.source = (f"CHANNEL = {listener.path!r}\nHOST_PORT = {host.getsockname()[1]}\n"
+                       f"COURSE = {str(course.root)!r}\nREPO = {str(REPO)!r}\n"
                        + REPORT + trick + "\n" + cell.source)
         course.submit(student, UNIT, nb)
     course.submit(LATER, UNIT, course.source(UNIT))
     rows_before = hashlib.sha256(ROWS_PY.read_bytes()).hexdigest()
-    course.autograde(UNIT)
+    with listener.open_to_the_sandbox():
+        course.autograde(UNIT)
     returned = time.monotonic()
+    host_reached = 0
+    with contextlib.suppress(OSError):
+        while True:
+            host.accept()[0].close()
+            host_reached += 1
+    host.close()
     time.sleep(5)  # a detached process that survived would report "alive" every half second
     feedback = {p.parts[-3]: p.read_text(encoding="utf-8") for p in course.feedback(UNIT)}
     export = course.export(course.root.parent / "grades.csv")
     return {"box": box, "course": course, "listener": listener, "returned": returned, "release": release,
+            "host_reached": host_reached,
             "feedback": feedback, "export": export,
             "rows_unchanged": rows_before == hashlib.sha256(ROWS_PY.read_bytes()).hexdigest(),
             "scores": {s: course.graded(UNIT, s).score for s in [*TRICKS, LATER]},
@@ -317,6 +360,17 @@ def test_a_cell_that_looks_for_the_course_finds_nothing_and_scores_blank(graded)
         if graded["box"].drops_user:
             assert report["uid"] == graded["box"].uid
     assert graded["scores"]["a-read"] == 0
+
+
+@pytest.mark.nbgrader
+def test_learner_code_reaches_no_service_on_the_grading_machine_and_has_only_its_own_loopback(graded):
+    reports = graded["listener"].of("network")
+    assert _ran_in_kernel_and_sealed_children(reports) == {"__main__", "learner"}
+    for report in reports:
+        assert report["reached"] in ("ConnectionRefusedError", "OSError"), report
+        assert report["interfaces"] == ["lo"], report
+    assert graded["host_reached"] == 0
+    assert graded["scores"]["f-network"] == 0
 
 
 @pytest.mark.nbgrader
@@ -437,3 +491,29 @@ def test_an_unsandboxed_grading_kernel_keeps_the_notebook_s_temporary_files_in_a
     workspace = Path("".join(printed).strip())
     assert workspace.parent == scratch and scratch.parent == tmp_path
     assert not scratch.exists() and list(tmp_path.glob("ch07-*")) == []
+
+
+# --- the network, with a service that hands out the answer --------------------------------------
+
+def test_an_answer_served_on_the_machines_loopback_forges_points_unsandboxed_and_is_out_of_reach_sandboxed(checker):
+    """The tamper case fetch-the-answer has teeth: with the network in reach (the checker's own
+    process, as `lucy check` runs) it earns the reference's rows; in the sandbox it earns none
+    and the service hears nothing."""
+    from lucy_runtime.checker.rows import ROWS
+    from lucy_runtime.educator.tampers import AnswerServer, tamper_by_name
+    from lucy_runtime.notebook import learner_implementation
+
+    from .conftest import learner_with
+
+    box = sandbox.detect()
+    assert box.isolated, f"this test proves the sandbox's network, and there is none: {box.reason}"
+    rows = [r for r in ROWS.values() if r.unit == "A"]
+    blank = learner_implementation(REPO / "release" / UNIT)
+    with AnswerServer(learner_implementation(REPO / "source" / UNIT)) as answers:
+        case = tamper_by_name("fetch-the-answer").as_case(None, answers.url)
+        open_network = checker.run_rows(learner_with(blank, case), rows, seed=3)
+        assert open_network.passed, [r.observation for r in open_network.results if not r.passed][:3]
+        fetched_unsandboxed = len(answers.fetched)
+        sealed = sandbox.run_sealed_rows(learner_with(blank, case).cells, [r.id for r in rows], timeout=5.0, box=box)
+    assert fetched_unsandboxed > 0 and len(answers.fetched) == fetched_unsandboxed
+    assert [r.row_id for r in sealed.results if r.passed] == []

@@ -100,12 +100,13 @@ def test_parallel_grading_writes_the_autograded_notebooks_sequential_nbgrader_wr
         assert cells(parallel, student) == cells(sequential, student), student
 
 
-def test_a_submission_that_kills_its_kernel_is_recorded_and_the_others_are_graded(courses):
+def test_a_submission_that_kills_its_kernel_is_graded_by_the_sealed_verdict_and_says_so(courses):
     parallel, graded = courses.parallel.root, courses.graded
     crash = next(o for o in graded.outcomes if o.student == "crash")
-    assert crash.status is Status.KERNEL_DIED and "Kernel died" in crash.log_tail
-    assert not (parallel / "autograded" / "crash" / UNIT / f"{UNIT}.ipynb").exists()
-    assert [o.student for o in graded.unfinished] == ["crash"]
+    assert crash.status is Status.GRADED and crash.stopped == "its kernel died", crash
+    notebook = parallel / "autograded" / "crash" / UNIT / f"{UNIT}.ipynb"
+    assert "Stopped here: its kernel died" in notebook.read_text()
+    assert graded.unfinished == () and {o.student for o in graded.outcomes if o.stopped} == {"crash"}
 
 
 def test_the_parallel_gradebook_is_ready_for_feedback(courses):

@@ -545,4 +545,7 @@ def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0, plans: l
     """Run several children at the same time (for races); results in the given order."""
     plans = plans or [Plan() for _ in fns]
     children = [_spawn(fn, plan, os.fspath(db) if db else "") for fn, plan in zip(fns, plans)]
-    return Supervisor(children).run(time.monotonic() + timeout)
+    try:
+        return Supervisor(children).run(time.monotonic() + timeout)
+    finally:
+        sandbox.reap_leftovers()

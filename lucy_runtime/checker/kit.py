@@ -16,6 +16,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..limits import explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
@@ -110,6 +111,11 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
             raise Fail(f"{what}: {error.message}", CONTRACT_BREAKS[error.type_name])
         if error.type_name == "MissingFunction":
             raise Fail(f"{what}: {error.message}", "Run every cell above this one (Run ▸ Run All Above), then check again.")
+        limit = explain_error(error.type_name, error.message)
+        if limit:
+            raise Fail(f"{what}: your code raised {error.describe()}: it reached {limit}",
+                       "Graded code runs within limits on memory, processes, files and time: look for a loop that "
+                       "allocates, forks or writes without end.")
         raise Fail(f"{what}: your code raised {error.describe()}")
     if result.status == "timeout":
         raise Fail(f"{what}: it did not finish in time and was stopped",
@@ -120,6 +126,11 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
                    "The checker stops the process at a SQL statement sent through queue.store. "
                    "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
+    limit = explain_signal(result.value)
+    if limit:
+        raise Fail(f"{what}: {limit}",
+                   "Graded code runs within limits on memory, processes, files and time: look for a loop that "
+                   "allocates, forks or writes without end.")
     raise Fail(f"{what}: the process ended on its own before the checker stopped it ({result.value})",
                "Only the checker ends the process in an experiment. Code that calls os._exit, sys.exit or kills "
                "its own process cannot be checked.")

@@ -30,10 +30,13 @@ COMMAND = (*ORCHESTRATOR, "--serve")
 
 
 def request_line(cells: list[tuple[str, str]] | list[list[str]], row_ids: list[str], *, timeout: float,
-                 seed: int | None = None, drop_to: list[int | None] | None = None) -> str:
-    """What the orchestrator reads: the cells, the row ids, the timeout, a seed and the user to drop to."""
+                 seed: int | None = None, drop_to: list[int | None] | None = None,
+                 limits: dict[str, int] | None = None, sandboxed: bool = False) -> str:
+    """What the orchestrator reads: the cells, the row ids, the timeout, a seed, the user to drop to
+    and the limits its children run under (``limits.Limits``); ``sandboxed`` when it runs in the sandbox."""
     return json.dumps({"cells": [list(cell) for cell in cells], "rows": list(row_ids), "timeout": timeout,
-                       "seed": seed, "drop_to": drop_to}) + "\n"
+                       "seed": seed, "drop_to": drop_to, "limits": limits,
+                       "sandboxed": sandboxed}) + "\n"
 
 
 def read_answer(text: str, row_ids: list[str]) -> tuple[RowResult, ...]:

@@ -2,7 +2,7 @@
 
 The jobs fan out through Dask distributed: a ``LocalCluster`` on this machine by
 default, or the scheduler at an address (every worker then needs this package and the
-course folder at the same path). Each job is the command an educator would type, left
+course folder at the same path; ``scheduler.py`` says how to reach it over TLS). Each job is the command an educator would type, left
 to grade a few students (the others excluded), so the gradebook entries, the
 autograded notebooks and the scores are the ones sequential nbgrader writes, and
 nbgrader's start-up is paid once per batch rather than once per student. A submission
@@ -27,6 +27,7 @@ from typing import Callable
 from ..course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
 from ..gradebook import course_db_url
+from .scheduler import TlsFiles, connect
 
 
 class Status(Enum):
@@ -42,6 +43,7 @@ class Outcome:
     status: Status
     seconds: float
     log_tail: str = ""
+    stopped: str = ""  # what stopped the submission's kernel or re-check, as nbgrader's log named it
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class ClassGrading:
         return json.dumps({"assignment": self.assignment, "seconds": self.seconds, "jobs": self.jobs,
                            "engine": self.engine,
                            "outcomes": [{"student": o.student, "status": o.status.value, "seconds": o.seconds,
+                                         **({"stopped": o.stopped} if o.stopped else {}),
                                          **({"log_tail": o.log_tail} if o.status is not Status.GRADED else {})}
                                         for o in self.outcomes]}, indent=2)
 
@@ -100,6 +103,11 @@ def _failed_students(output: str, assignment: str) -> set[str]:
     """nbgrader ends a run that met errors with one line per student it could not grade."""
     return set(re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' "
                           r"for student '([^']+)'", output))
+
+
+def _stopped(log: str) -> str:
+    """What stopped a submission, from its stretch of the log (``grading_kernel.STOPPED_LOG``)."""
+    return "; ".join(dict.fromkeys(m.strip() for m in re.findall(r"Submission stopped: (.+)", log)))
 
 
 def _status_of_failure(log: str) -> Status:
@@ -186,7 +194,7 @@ def grade_batch(root: str, assignment: str, students: list[str], timeout: float)
                 # nbgrader itself ended badly while on this submission (it lists the ones it failed).
                 outcomes[student] = Outcome(student, _status_of_failure(run.output), seconds, run.output[-2000:])
             else:
-                outcomes[student] = Outcome(student, Status.GRADED, seconds)
+                outcomes[student] = Outcome(student, Status.GRADED, seconds, stopped=_stopped("".join(run.logs[student])))
         unreached = [s for s in waiting if s not in run.started]
         if not run.timed_out:
             for student in unreached:  # the command ended on its own without reaching them
@@ -210,11 +218,13 @@ def _check_gradebook(db_url: str, assignment: str) -> None:
 
 
 def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: str | None = None,
-                    timeout: float = 900, students: list[str] | None = None,
+                    tls: TlsFiles | None = None, timeout: float = 900, students: list[str] | None = None,
                     on_done: Callable[[Outcome, int, int], None] | None = None) -> ClassGrading:
     """Autograde every submission of ``assignment`` in the course at ``root``, ``jobs`` at a time.
 
-    ``on_done(outcome, done, total)`` is called as each job ends (for a progress bar).
+    ``scheduler`` is a Dask scheduler's address (``tls`` its client certificate, else Dask's
+    configuration); without it, a ``LocalCluster`` here. ``on_done(outcome, done, total)`` is
+    called as each job ends (for a progress bar).
     """
     from distributed import Client, LocalCluster, as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
 
@@ -226,6 +236,8 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
         raise InvalidField("jobs", "must be at least 1")
+    if scheduler is None and tls is not None and any((tls.ca_file, tls.cert, tls.key)):
+        raise InvalidField("tls", "the TLS files are for a --scheduler; the local cluster talks in-process")
     unnameable = [s for s in submitted if UNNAMEABLE & set(s)]
     if unnameable:
         raise InvalidField("student", f"{', '.join(map(repr, unnameable))} cannot be named on nbgrader's command "
@@ -241,7 +253,7 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
         cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
     outcomes = []
     try:
-        with Client(cluster if cluster is not None else scheduler) as client:
+        with Client(cluster) if cluster is not None else connect(str(scheduler), tls) as client:
             futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
                                      key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
                        for batch in batches(students, jobs)]

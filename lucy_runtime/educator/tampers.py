@@ -5,16 +5,25 @@ a trick to one learner cell: rebinding ``grade``, an IPython hook that displays 
 a cell whose last value is a string, a ``finish`` that looks for the crash injector,
 writes through a connection of its own (before, after or inside a commit it reports
 itself), a claim that looks outside its transaction,
-a Unit A that smuggles a cheat into Unit B, or a written answer and outputs that carry
-script for the educator's browser. ``lucy verify-grader`` autogrades each one next to
-its honest base: a tamper case must never score more than its base.
+a Unit A that smuggles a cheat into Unit B; one that fetches the reference from a
+service on the grading machine's loopback (``AnswerServer``: the network must be shut);
+one for each resource limit, which takes the grading kernel's memory, processes,
+output, temporary folder, time or standard streams; and a written answer and outputs
+that carry script for the educator's browser. ``lucy verify-grader`` autogrades each
+one next to its honest base: a tamper case must never score more than its base.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import threading
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .cases import SESSION_LOOKUP, Case, Edit
+
+ANSWER_URL = "ANSWER_URL"
+"""Stands in a tamper's code for the address of the ``AnswerServer`` of this run."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +57,13 @@ class Tamper:
     trick: str
     unit_a_edits: tuple[Edit | Append, ...] = ()  # for Unit B: tricks placed in the learner's Unit A
 
-    def as_case(self, base: Case | None) -> Case:
-        """The honest base's edits followed by the trick's, as one case (for the checker and ``lucy check``)."""
-        edits = (base.edits if base else ()) + self.unit_a_edits + self.edits
+    def as_case(self, base: Case | None, answer_url: str = "http://127.0.0.1:9/") -> Case:
+        """The honest base's edits followed by the trick's, as one case (for the checker and ``lucy check``).
+
+        ``answer_url`` is where this run's ``AnswerServer`` listens (a closed port when there is none)."""
+        trick = tuple(replace(e, code=e.code.replace(ANSWER_URL, answer_url)) if isinstance(e, Append) else e
+                      for e in self.unit_a_edits + self.edits)
+        edits = (base.edits if base else ()) + trick
         return Case(self.name, self.unit, edits, self.trick, (), "")  # type: ignore[arg-type]
 
 
@@ -151,7 +164,25 @@ own.close()
 report_point("committed", "COMMIT")
 return report'''
 
+_FETCH_THE_ANSWER = '''
+import json as _json, urllib.request as _request
+try:  # an answer from a service on the grading machine (or anywhere else on the network)
+    with _request.urlopen("ANSWER_URL", timeout=3) as _answer:
+        for _name, _source in _json.load(_answer):
+            exec(_source, globals())
+except OSError:
+    pass
+'''
 
+_IN_THE_KERNEL = 'if __name__ == "__main__":  # the grading kernel only: the sealed re-check is the hostile class test\'s\n'
+_MEMORY = _IN_THE_KERNEL + "    _hog = []\n    while True:\n        _hog.append(b'x' * (64 << 20))\n"
+_FORK = (_IN_THE_KERNEL + "    import os as _os, time as _time\n    while True:\n        if _os.fork() == 0:\n"
+         "            _time.sleep(3600)\n            _os._exit(0)\n")
+_PRINT = _IN_THE_KERNEL + "    while True:\n        print('x' * 4000)\n"
+_FILL_TMP = (_IN_THE_KERNEL + "    _n = 0\n    while True:\n        with open(f'/tmp/fill-{_n}', 'wb') as _f:\n"
+             "            _f.write(b'x' * (16 << 20))\n        _n += 1\n")
+_SLEEP = _IN_THE_KERNEL + "    import time as _time\n    _time.sleep(10 ** 6)\n"
+_CLOSE_STD = _IN_THE_KERNEL + "    import os as _os\n    _os.close(1)\n    _os.close(2)\n"
 
 def runs_as_the_educator(kind: str) -> str:
     """JavaScript that marks the page it ran in (``top.lucyRan`` lists each ``kind``) and, in
@@ -227,12 +258,60 @@ TAMPERS: tuple[Tamper, ...] = (
     Tamper("cheat-carried-from-unit-a", "ch07_unit_b", "delivery-confirms-before-send", (),
            "A Unit A cell rebinds grade() and ready(); Unit B loads Unit A, hoping the cheat comes along.",
            unit_a_edits=(Append("schema", _FAKE_GRADE),)),
+    Tamper("fetch-the-answer", "ch07_unit_a", "blank-release", (Append("work_once", _FETCH_THE_ANSWER),),
+           "A blank notebook whose last cell fetches the reference's cells from a service on the grading "
+           "machine's loopback and runs them: the network inside the sandbox must be shut."),
+    Tamper("memory-without-end", "ch07_unit_a", "reference", (Append("schema", _MEMORY),),
+           "The reference, with a first cell that allocates memory until the kernel is stopped."),
+    Tamper("fork-without-end", "ch07_unit_a", "reference", (Append("schema", _FORK),),
+           "The reference, with a first cell that forks until no process is left to start."),
+    Tamper("print-without-end", "ch07_unit_a", "reference", (Append("schema", _PRINT),),
+           "The reference, with a first cell that prints until the output limit interrupts it."),
+    Tamper("fill-the-temporary-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_TMP),),
+           "The reference, with a first cell that writes files into /tmp until it is full."),
+    Tamper("sleep-forever", "ch07_unit_a", "reference", (Append("schema", _SLEEP),),
+           "The reference, with a first cell that sleeps until the cell's time limit interrupts it."),
+    Tamper("close-its-own-streams", "ch07_unit_a", "reference", (Append("schema", _CLOSE_STD),),
+           "The reference, with a first cell that closes the kernel's own stdout and stderr."),
     Tamper("script-in-written-answer", "ch07_unit_a", "blank-release",
            (Written("explain_worker_crash", HOSTILE_ANSWER), Append("schema", _HOSTILE_OUTPUTS)),
            "A blank notebook whose written answer and outputs carry script (<script>, onerror, SVG, iframe, "
            "javascript: links, a JavaScript output) that would give it full marks through formgrader's API "
            "when the educator opens it."),
 )
+
+
+class AnswerServer:
+    """A service on this machine's loopback that hands out the reference's learner cells as JSON:
+    what learner code with the network in reach could fetch. ``url`` is where it listens."""
+
+    def __init__(self, cells: list[tuple[str, str]]):
+        body = json.dumps([list(c) for c in cells]).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+                fetched.append(self.path)
+
+        fetched: list[str] = []
+        self.fetched = fetched
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/cells"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    def __enter__(self) -> "AnswerServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 def tamper_by_name(name: str) -> Tamper:

@@ -26,13 +26,14 @@ from ..cells import grade_id, is_learner_owned, is_solution, is_written_answer, 
 from ..checker.rows import ROWS
 from ..errors import EducatorError
 from ..course import REPO, GradedSubmission, ScratchCourse
+from ..notebook import learner_implementation
 from ..progress import Progress
 from ..tables import text_table
 from ..units import UNITS
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
 from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
-from .tampers import TAMPERS, Tamper
+from .tampers import TAMPERS, AnswerServer, Tamper
 
 
 def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
@@ -143,6 +144,7 @@ class VerifyReport:
     seconds: float = 0.0
     handback: Handback | None = None
     root: Path | None = None  # the scratch courses, kept for a look at what nbgrader wrote
+    answers_fetched: int = 0  # requests the AnswerServer on this machine's loopback got from learner code
 
     @property
     def ok(self) -> bool:
@@ -280,11 +282,34 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
     started = time.monotonic()
     root = Path(workdir or tempfile.mkdtemp(prefix="lucy-verify-"))
     first = ScratchCourse(root / "course-0", repo=REPO, units=_with_carried(units))
+    with (first.root / "nbgrader_config.py").open("a") as config:
+        # The sleeping tamper case is stopped after 30 s instead of the course's 120: no honest cell comes near.
+        config.write("\nc.Execute.timeout = 30\n")
     courses = [first] + [first.copy(root / f"course-{i}") for i in range(1, workers)]
+    answers = AnswerServer(learner_implementation(REPO / "source" / "ch07_unit_a"))
+    with answers:
+        entries, problems = _grade_all(courses, cases, alternatives, tampers, units, progress, workers, answers.url)
+    if answers.fetched:
+        problems.append(f"learner code reached the network: the answer server on this machine's loopback "
+                        f"answered {len(answers.fetched)} request(s) (tamper case fetch-the-answer)")
+    handback = None
+    if feedback:
+        if progress:
+            progress.say("generating feedback and exporting grades")
+        handback, more = hand_back(courses, entries, root)
+        problems += more
+    return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback, root, len(answers.fetched))
+
+
+def _grade_all(courses: list[ScratchCourse], cases: tuple[Case, ...], alternatives: tuple[Case, ...],
+               tampers: tuple[Tamper, ...], units: tuple[str, ...] | None, progress: Progress | None, workers: int,
+               answer_url: str) -> tuple[list[Entry], list[str]]:
+    """Every entry graded through nbgrader in ``courses``, and what ``judge`` finds wrong."""
+    first = courses[0]
     by_name = {c.name: c for c in (*cases, *alternatives)}
     every_case = {c.name: c for c in CASES}
     for t in tampers:
-        by_name[t.name] = t.as_case(every_case.get(t.honest))
+        by_name[t.name] = t.as_case(every_case.get(t.honest), answer_url)
     graded_units = [u for u in first.units if units is None or u in units]
     # Each course takes every workers-th entry of each unit and grades its units in order,
     # never waiting for the other courses: Unit B's entries are handed in after that course's
@@ -330,13 +355,7 @@ def verify(*, cases: tuple[Case, ...] = CASES + PRACTICE_CASES,
 
     with ThreadPoolExecutor(workers) as graders:
         list(graders.map(grade_in, range(workers)))
-    problems, handback = judge(entries), None
-    if feedback:
-        if progress:
-            progress.say("generating feedback and exporting grades")
-        handback, more = hand_back(courses, entries, root)
-        problems += more
-    return VerifyReport(entries, problems, round(time.monotonic() - started, 1), handback, root)
+    return entries, judge(entries)
 
 
 def _with_carried(units: tuple[str, ...] | None) -> tuple[str, ...]:

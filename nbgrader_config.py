@@ -61,16 +61,23 @@ from nbgrader.preprocessors import (  # noqa: E402
 )
 
 from lucy_runtime.grading_kernel import SandboxedExecute  # noqa: E402
+from lucy_runtime.inert_html import InertHTML  # noqa: E402
 from lucy_runtime.sealed import SealedVerdicts  # noqa: E402
 
 # Learner code runs in a sandbox (lucy_runtime/sandbox.py): the kernel and the sealed
 # re-check's children see only that submission, never source/, the gradebook or other
 # students. SandboxedExecute is nbgrader's Execute with the kernel started in it
 # (nbgrader ignores c.Execute.kernel_manager_class: it passes its own as a keyword).
+#
+# InertHTML comes last (lucy_runtime/inert_html.py): once the kernel, the sealed verdict and
+# nbgrader's scoring are done, every learner-controlled piece of HTML in the autograded notebook
+# (Markdown, raw cells, outputs, attachments, widget state) is cleaned with nh3, so nothing a
+# learner hands in runs in formgrader's grading page or in the feedback page.
 c.Autograde.autograde_preprocessors = [
     SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata,
+    AssignLatePenalties, CheckCellMetadata, InertHTML,
 ]
 
-# Feedback shows each row's verdict and hint, never the hidden part of a test cell.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback shows each row's verdict and hint, never the hidden part of a test cell; InertHTML
+# again, for notebooks autograded before it was in the list above.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, InertHTML, CSSHTMLHeaderPreprocessor]

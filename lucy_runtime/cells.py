@@ -57,6 +57,11 @@ def is_learner_owned(cell: Any) -> bool:
     return cell.cell_type == "code" and is_solution(cell) and not is_grade(cell)
 
 
+def is_written_answer(cell: Any) -> bool:
+    """A written answer: Markdown the learner writes and an educator scores in formgrader."""
+    return cell.cell_type == "markdown" and is_solution(cell)
+
+
 def is_learner_cell(cell: Any) -> bool:
     """A learner-owned cell, or the locked imports cell whose names those cells use."""
     return is_learner_owned(cell) or (cell.cell_type == "code" and grade_id(cell) == IMPORTS_CELL)

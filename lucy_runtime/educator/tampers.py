@@ -5,10 +5,11 @@ a trick to one learner cell: rebinding ``grade``, an IPython hook that displays 
 a cell whose last value is a string, a ``finish`` that looks for the crash injector,
 writes through a connection of its own (before, after or inside a commit it reports
 itself), a claim that looks outside its transaction,
-or a Unit A that smuggles a cheat into Unit B; one that fetches the reference from a
+a Unit A that smuggles a cheat into Unit B; one that fetches the reference from a
 service on the grading machine's loopback (``AnswerServer``: the network must be shut);
-and one for each resource limit, which takes the grading kernel's memory, processes,
-output, temporary folder, time or standard streams. ``lucy verify-grader`` autogrades each
+one for each resource limit, which takes the grading kernel's memory, processes,
+output, temporary folder, time or standard streams; and a written answer and outputs
+that carry script for the educator's browser. ``lucy verify-grader`` autogrades each
 one next to its honest base: a tamper case must never score more than its base.
 """
 
@@ -37,11 +38,22 @@ class Append:
 
 
 @dataclass(frozen=True)
+class Written:
+    """Replace a written answer (a Markdown cell the learner writes) with ``text``."""
+
+    cell: str
+    text: str
+
+    def apply(self, source: str) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class Tamper:
     name: str
     unit: str
     honest: str  # "blank-release", or the name of the educator case it rides on
-    edits: tuple[Edit | Append, ...]  # applied after the honest base's own edits
+    edits: tuple[Edit | Append | Written, ...]  # applied after the honest base's own edits
     trick: str
     unit_a_edits: tuple[Edit | Append, ...] = ()  # for Unit B: tricks placed in the learner's Unit A
 
@@ -172,6 +184,48 @@ _FILL_TMP = (_IN_THE_KERNEL + "    _n = 0\n    while True:\n        with open(f'
 _SLEEP = _IN_THE_KERNEL + "    import time as _time\n    _time.sleep(10 ** 6)\n"
 _CLOSE_STD = _IN_THE_KERNEL + "    import os as _os\n    _os.close(1)\n    _os.close(2)\n"
 
+def runs_as_the_educator(kind: str) -> str:
+    """JavaScript that marks the page it ran in (``top.lucyRan`` lists each ``kind``) and, in
+    formgrader's grading page, gives every cell of the submission full marks through formgrader's
+    own API. Single quotes only, so it also fits in an HTML attribute; its value is undefined, so as a
+    ``javascript:`` link it leaves the page in place."""
+    return ("top.lucyRan=(top.lucyRan||[]).concat(['" + kind + "']);"
+            "var m=top.location.pathname.match(/submissions[/]([^/]+)/);"
+            "var x=(top.document.cookie.match(/_xsrf=([^;]+)/)||[])[1];"
+            "if(m)fetch('/formgrader/api/grades?submission_id='+m[1]).then(function(r){return r.json()})"
+            ".then(function(gs){gs.forEach(function(g){fetch('/formgrader/api/grade/'+g.id,{method:'PUT',"
+            "headers:{'X-XSRFToken':x},body:JSON.stringify({manual_score:g.max_score})})})});void 0;")
+
+
+HOSTILE_ANSWER = f"""The worker's row stays running: nothing replays it.
+
+<script>{runs_as_the_educator("script")}</script>
+
+<img src="no-such-image" onerror="{runs_as_the_educator("img-onerror")}">
+
+<svg onload="{runs_as_the_educator("svg-onload")}"><script>{runs_as_the_educator("svg-script")}</script></svg>
+
+<iframe srcdoc="<script>{runs_as_the_educator("iframe-srcdoc")}</script>"></iframe>
+
+<details open ontoggle="{runs_as_the_educator("details-ontoggle")}"><summary>more</summary>and more</details>
+
+<a id="lucy-html-link" href="javascript:{runs_as_the_educator("html-link")}">a link to click</a>
+
+[a Markdown link to click](javascript:void(top.lucyRan=(top.lucyRan||[]).concat('markdown-link')))
+"""
+"""A written answer with script in each form a page can run it: shown as it is, it would save scores."""
+
+_HOSTILE_OUTPUTS = f'''
+from IPython.display import HTML, SVG, Javascript, Markdown, display
+
+display(HTML("""<script>{runs_as_the_educator("html-output")}</script><b>an HTML output</b>"""))
+display(Javascript("""{runs_as_the_educator("javascript-output")}"""))
+display(SVG("""<svg xmlns="http://www.w3.org/2000/svg"><script>{runs_as_the_educator("svg-output")}</script></svg>"""))
+display(Markdown("""<img src="no-such-image" onerror="{runs_as_the_educator("markdown-output")}">"""))
+display({{"application/vnd.jupyter.widget-view+json": {{"model_id": "x", "version_major": 2, "version_minor": 0}},
+         "text/plain": "a widget"}}, raw=True)
+'''
+
 TAMPERS: tuple[Tamper, ...] = (
     Tamper("rebind-grade", "ch07_unit_a", "blank-release", (Append("schema", _FAKE_GRADE),),
            "A blank notebook whose first cell rebinds grade() and ready() to functions that never fail."),
@@ -219,6 +273,11 @@ TAMPERS: tuple[Tamper, ...] = (
            "The reference, with a first cell that sleeps until the cell's time limit interrupts it."),
     Tamper("close-its-own-streams", "ch07_unit_a", "reference", (Append("schema", _CLOSE_STD),),
            "The reference, with a first cell that closes the kernel's own stdout and stderr."),
+    Tamper("script-in-written-answer", "ch07_unit_a", "blank-release",
+           (Written("explain_worker_crash", HOSTILE_ANSWER), Append("schema", _HOSTILE_OUTPUTS)),
+           "A blank notebook whose written answer and outputs carry script (<script>, onerror, SVG, iframe, "
+           "javascript: links, a JavaScript output) that would give it full marks through formgrader's API "
+           "when the educator opens it."),
 )
 
 

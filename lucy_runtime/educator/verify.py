@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..cells import grade_id, is_learner_owned, is_solution, row_of, strip_markers
+from ..cells import grade_id, is_learner_owned, is_solution, is_written_answer, row_of, strip_markers
 from ..checker.rows import ROWS
 from ..errors import EducatorError, UnknownCase
 from ..course import REPO, GradedSubmission, ScratchCourse
@@ -79,11 +79,12 @@ def edited_cells(case: Case | None) -> set[str]:
 
 
 def blank_with(release_nb, edits) -> tuple:
-    """The blank release with tamper edits applied to its learner cells (the stubs stay as they are)."""
+    """The blank release with tamper edits applied to its learner cells and written answers (the stubs
+    stay as they are)."""
     nb, touched = copy.deepcopy(release_nb), set()
     for cell in nb.cells:
         for edit in edits:
-            if is_learner_owned(cell) and edit.cell == grade_id(cell):
+            if (is_learner_owned(cell) or is_written_answer(cell)) and edit.cell == grade_id(cell):
                 cell.source = edit.apply(cell.source)
                 touched.add(grade_id(cell))
     return nb, touched

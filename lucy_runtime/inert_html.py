@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
+from pathlib import Path
 
 import nh3
 from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
@@ -141,12 +143,37 @@ def inert_cell(cell: dict) -> dict:
     return cell
 
 
+ACTIVE_FILES = (".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".js", ".mjs")
+"""Files a browser runs script in when formgrader serves them (``/formgrader/submissions/<id>/<file>``,
+from the autograded folder, in the educator's origin)."""
+INERT_SUFFIX = ".txt"
+
+
+def inert_files(folder: str | os.PathLike) -> list[Path]:
+    """Every file handed in beside the notebook that a browser would run, renamed with ``.txt``
+    after its name (``page.html`` → ``page.html.txt``): kept, and served as plain text."""
+    renamed = []
+    for root, dirs, files in os.walk(folder):
+        for name in files:
+            path = Path(root) / name
+            if path.suffix.lower() in ACTIVE_FILES and not path.is_symlink():
+                target = path.with_name(path.name + INERT_SUFFIX)
+                path.replace(target)
+                renamed.append(target)
+    return renamed
+
+
 class InertHTML(Preprocessor):
-    """The last autograde step: every learner-controlled piece of HTML made inert."""
+    """The last autograde step: every learner-controlled piece of HTML made inert, in the
+    notebook and in the files handed in beside it."""
 
     enabled = Bool(True, help="nbconvert runs a preprocessor only when it is enabled; this one always is").tag(config=True)
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)
         nb.cells = [inert_cell(cell) for cell in nb.cells]
+        folder = resources.get("metadata", {}).get("path")
+        if folder and resources.get("nbgrader", {}).get("student"):  # autograde: the submission's folder
+            for path in inert_files(folder):
+                self.log.warning("Renamed %s to %s: formgrader would serve it as a page that runs", path.stem, path.name)
         return nb, resources

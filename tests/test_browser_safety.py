@@ -49,7 +49,10 @@ def course(tmp_path_factory):
                         course.release, course.source)[UNIT]
     hostile.cells.append(new_raw_cell(f"<script>{runs_as_the_educator('raw-cell')}</script>",
                                       metadata={"raw_mimetype": "text/html"}))
-    course.submit("mallory", UNIT, hostile)
+    script = f"<script>{runs_as_the_educator('handed-in-file')}</script>"
+    course.submit("mallory", UNIT, hostile, extra_files={
+        "page.html": f"<html><body>{script}</body></html>",
+        "picture.svg": f'<svg xmlns="http://www.w3.org/2000/svg">{script}</svg>'})
     course.submit("ada", UNIT, with_written_answers(filled(course.release(UNIT), course.source(UNIT)), course.source(UNIT)))
     course.autograde(UNIT)
     course.feedback(UNIT)
@@ -82,6 +85,13 @@ def opened(course):
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "browser-safety-formgrader-mallory.png"), full_page=True)
 
+        files = []  # formgrader serves the files handed in beside the notebook, in the educator's origin
+        for name in ("page.html", "page.html.txt", "picture.svg", "picture.svg.txt"):
+            page.goto(f"{lab.base}/formgrader/submissions/{before['mallory']['id']}/{name}?token={lab.token}")
+            page.wait_for_timeout(500)
+            files += [kind for frame in page.frames for kind in frame.evaluate(RAN)]
+        ran["handed-in files"] = sorted(set(files))
+
         page.goto((course.root / "feedback" / "mallory" / UNIT / f"{UNIT}.html").as_uri())
         ran["feedback"] = run_what_it_offers(page)
         sent_by_hostile = list(sent)
@@ -104,13 +114,19 @@ def test_the_hostile_submission_reached_formgrader_with_its_script_in_the_handed
 
 
 def test_nothing_a_hostile_submission_carries_runs_in_formgrader_or_in_its_feedback(opened):
-    assert opened["ran"] == {"formgrader": [], "feedback": []}
+    assert opened["ran"] == {"formgrader": [], "handed-in files": [], "feedback": []}
     assert opened["sent"] == [], "opening a submission sends nothing"
 
 
 def test_opening_a_hostile_submission_leaves_the_score_autograde_gave_it(opened):
     assert opened["after"]["mallory"] == opened["before"]["mallory"]
     assert opened["after"]["mallory"]["score"] == 0
+
+
+def test_a_page_handed_in_beside_the_notebook_is_kept_as_plain_text(course):
+    folder = course.root / "autograded" / "mallory" / UNIT
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".txt") == ["page.html.txt", "picture.svg.txt"]
+    assert not (folder / "page.html").exists() and "<script>" in (folder / "page.html.txt").read_text()
 
 
 def test_the_hostile_written_answer_is_shown_as_text_the_educator_can_judge(opened):

@@ -23,7 +23,7 @@ import nbformat
 
 from .errors import NbgraderFailed
 from .cells import grade_id, nbgrader_meta, test_cells
-from .notebook import UNITS, keep_ids
+from .notebook import UNITS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -164,14 +164,10 @@ def generate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
     made = []
     for unit in units:
         if (root / "source" / unit / f"{unit}.ipynb").exists():
-            released = root / "release" / unit / f"{unit}.ipynb"
-            before = nbformat.read(str(released), as_version=4) if released.exists() else None
+            # nbgrader gives each released cell its source cell's id (and `lucy sync` keeps those of unchanged
+            # cells): the release is what a plain `nbgrader generate_assignment --force` writes, byte for byte.
             nbgrader(["generate_assignment", unit, "--force", "--no-db"], cwd=root)
-            if before is not None:  # nbgrader gives every cell a new id; keep the ones that did not change
-                after = nbformat.read(str(released), as_version=4)
-                keep_ids(before, after)
-                nbformat.write(after, str(released))
-            made.append(released)
+            made.append(root / "release" / unit / f"{unit}.ipynb")
     return made
 
 
@@ -194,8 +190,6 @@ def release(units: tuple[str, ...] = UNITS, *, root: Path = REPO, validate: bool
         for unit in units:
             shutil.copytree(root / "source" / unit, stage / "source" / unit,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-            if (root / "release" / unit).exists():  # generate_release keeps the ids of unchanged cells
-                shutil.copytree(root / "release" / unit, stage / "release" / unit)
         generate_release(units, root=stage)
         problems = validate_release(units, root=stage) if validate else []
         if problems:

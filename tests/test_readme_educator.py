@@ -108,6 +108,12 @@ def clone(tmp_path_factory):
     return course
 
 
+def test_running_the_educator_block_leaves_the_checkout_as_it_was(clone):
+    """nbgrader writes the release with its source cells' ids: what it writes is what is tracked."""
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone.root, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+
+
 def code_rows(cells: dict) -> dict[str, tuple[float, float]]:
     return {row_of(name): (score, top) for name, (score, top, kind, *_) in cells.items() if kind == "code"}
 

@@ -46,9 +46,17 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
 
-# Deleted or edited test cells come back from the source at autograde.
+# Deleted or edited test cells come back from the source at autograde. OverwriteCellsAsReleased is
+# nbgrader's OverwriteCells, quiet about a test cell that is exactly as released (its hidden tests
+# are not in the release): nbgrader otherwise warns for every test cell of every submission.
+from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec  # noqa: E402
+
+from lucy_runtime.released_cells import OverwriteCellsAsReleased  # noqa: E402
+
 c.OverwriteCells.add_missing_cells = True
 c.CheckCellMetadata.enabled = True
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCellsAsReleased,
+                                      CheckCellMetadata]
 
 # After the kernel has run the hidden tests, re-check every graded row outside the
 # kernel (see lucy_runtime/sealed.py): a learner cell that tampers with grade() in
@@ -56,7 +64,7 @@ c.CheckCellMetadata.enabled = True
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput,
+    AssignLatePenalties, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput,
     SaveAutoGrades,
 )
 

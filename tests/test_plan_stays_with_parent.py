@@ -1,0 +1,117 @@
+"""The plan stays with the parent (issue 27, item 5).
+
+Learner code searches its own checker child for anything that differs between the runs of
+one crash row, and a ``finish`` that uses two transactions except where it believes it will
+be stopped fails the crash rows exactly as the plain two-transaction ``finish`` does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lucy_runtime.checker import run_rows
+from lucy_runtime.checker.process import CheckerProcess
+from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.educator.cases import Case, by_name
+from lucy_runtime.educator.tampers import Append, tamper_by_name
+
+from .conftest import learner_with, temporary_folder_at
+
+_FINGERPRINT = '''
+import gc as _gc, json as _json, os as _os, re as _re, sys as _sys, tempfile as _tempfile
+
+_honest_finish = finish
+_PLAIN = (str, bytes, int, float, bool, type(None))
+
+
+def _plain(value):
+    return repr(value) if isinstance(value, _PLAIN) else type(value).__qualname__
+
+
+def _contents(value):
+    if isinstance(value, dict):
+        return sorted((repr(k), _plain(v)) for k, v in list(value.items()) if isinstance(k, _PLAIN))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sorted(_plain(v) for v in list(value))
+    return []
+
+
+def _fingerprint(queue):
+    """Everything this process can see that an earlier run could have left, or the parent could have set."""
+    folder = _os.path.dirname(_os.path.abspath(queue.store.path))
+    runs = _os.path.join(folder, ".runs")  # a run counter kept in the work folder
+    counted = _os.path.getsize(runs) if _os.path.exists(runs) else 0
+    with open(runs, "a") as fh:
+        fh.write("x")
+    objects = sorted(repr((type(o).__module__, type(o).__qualname__, _contents(o))) for o in _gc.get_objects())
+    stack, frame = [], _sys._getframe()
+    while frame is not None:
+        stack.append([frame.f_code.co_qualname, sorted((k, _plain(v)) for k, v in list(frame.f_locals.items()))])
+        frame = frame.f_back
+    fds = {}
+    for fd in sorted(_os.listdir("/proc/self/fd"), key=int):
+        try:
+            fds[fd] = _re.sub(r"\\[\\d+\\]", "[]", _os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            fds[fd] = "gone"
+    return {"objects": objects, "stack": stack, "environ": dict(_os.environ), "argv": list(_sys.argv),
+            "cwd": _os.getcwd(), "fds": fds, "folder": sorted(_os.listdir(folder)), "path": queue.store.path,
+            "tmp": sorted(_os.listdir(_tempfile.gettempdir())), "runs before": counted}
+
+
+def finish(queue, assignment, result):
+    seen = _fingerprint(queue)
+    with open(_os.path.join(OUT, f"{_os.getpid()}-{_os.urandom(4).hex()}.json"), "w") as fh:
+        _json.dump(seen, fh)
+    return _honest_finish(queue, assignment, result)
+'''
+
+
+def _fingerprints(out: Path) -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted(out.glob("*.json"))]
+
+
+def _differences(seen: list[dict]) -> dict[str, int]:
+    """For each part of the fingerprint that is not the same in every run: how many versions of it there were."""
+    return {key: len({json.dumps(fp[key], sort_keys=True) for fp in seen}) for key in seen[0]
+            if len({json.dumps(fp[key], sort_keys=True) for fp in seen}) > 1}
+
+
+@pytest.mark.parametrize("where", ["this process", "the checker process"])
+def test_every_run_of_a_crash_row_shows_learner_code_the_same_process(reference_cells, tmp_path, monkeypatch, where):
+    out, tmp = tmp_path / "fingerprints", temporary_folder_at(monkeypatch, tmp_path / "tmp")
+    out.mkdir()
+    tmp.mkdir()
+    case = Case("fingerprint", "ch07_unit_a", (Append("finish", f"OUT = {str(out)!r}\n" + _FINGERPRINT),), "", (), "")
+    learner = learner_with(reference_cells, case)
+    if where == "this process":
+        report = run_rows(learner, [ROWS["finish-atomic"]], seed=3, timeout=30)
+    else:
+        with CheckerProcess() as checker:  # started now, so it has the test's temporary folder
+            report = checker.run_rows(learner, [ROWS["finish-atomic"]], seed=3, timeout=30)
+    (result,) = report.results
+    assert result.passed, result.observation
+    seen = _fingerprints(out)
+    # Read from outside, where no wipe between runs reaches: one fingerprint per run of finish,
+    # the counting run and one run per crash point.
+    assert len(seen) == 1 + int(result.observation.split()[0]) >= 3
+    assert _differences(seen) == {}
+    assert seen[0]["runs before"] == 0  # the work folder starts empty in every run
+
+
+def _row(cells, case, row_id: str):
+    (result,) = run_rows(learner_with(cells, case), [ROWS[row_id]], seed=9).results
+    return result.passed, result.observation
+
+
+def test_a_finish_that_looks_for_its_plan_fails_the_crash_row_as_the_plain_split_finish_does(
+        reference_cells, tmp_path, monkeypatch):
+    temporary_folder_at(monkeypatch, tmp_path)  # where it counts the runs of its request, out of every wipe's reach
+    plain = by_name("finish-two-transactions")
+    looking = tamper_by_name("look-for-the-plan")
+    assert _row(reference_cells, looking.as_case(plain), "finish-atomic") == _row(reference_cells, plain, "finish-atomic")
+    assert not _row(reference_cells, plain, "finish-atomic")[0]
+    assert len(list(tmp_path.glob(".runs-*"))) == 1  # it did count its runs, outside every folder the checker wipes

@@ -32,10 +32,14 @@ def _plain(value):
 
 
 def _contents(value):
-    if isinstance(value, dict):
+    # Dicts (every instance's attributes among them) and sets whole; lists and tuples by length
+    # only: gc also hands out tuples still being built, whose empty slots would crash a reader.
+    if type(value) is dict:
         return sorted((repr(k), _plain(v)) for k, v in list(value.items()) if isinstance(k, _PLAIN))
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if type(value) in (set, frozenset):
         return sorted(_plain(v) for v in list(value))
+    if type(value) in (list, tuple):
+        return len(value)
     return []
 
 

@@ -14,7 +14,7 @@ statement with RETURNING.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Any, Callable
 
 from .child import CRASH_KINDS, PROBE, Action, InjectedFault, Plan, Point, Probe, Supervisor
 
@@ -47,6 +47,27 @@ class KillAt(Plan):
             return Action.GO
         seen = sum(1 for p in before if p.kind in self.kinds and (self.where is None or self.where(p)))
         return Action.KILL if seen + 1 == self.n else Action.GO
+
+
+class CopyAt(Plan):
+    """``plan``, with ``copy()`` called at each crash point after the first ``skip``, while the child waits there.
+
+    The child has not run the statement yet, exactly as a child killed there: what is on disk
+    now is what that kill would leave. A crash sweep copies the scenario's folder so in its
+    counting run, and judges each copy as it judges a kill run's folder: the run a child could
+    tell apart by its place at the front is judged at every point too. The kill runs make the
+    same copies and throw them away, so a point takes as long in every run.
+    """
+
+    def __init__(self, plan: Plan, skip: int, copy: Callable[[], Any]):
+        self.plan, self.skip, self.copy = plan, skip, copy
+        self.stop_allowed, self.watch_writes = plan.stop_allowed, plan.watch_writes
+        self.copies: list[Any] = []
+
+    def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
+        if point.kind in POINT_KINDS and sum(1 for p in before if p.kind in POINT_KINDS) >= self.skip:
+            self.copies.append(self.copy())
+        return self.plan.decide(point, before, supervisor)
 
 
 class FailAt(Plan):
@@ -159,5 +180,5 @@ EXPERIMENT_EXIT = 77
 """The exit status of a process a notebook experiment stopped (it proves nothing to the checker)."""
 
 
-__all__ = ["CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt",
+__all__ = ["CopyAt", "CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt",
            "InjectedFault", "PauseForRival", "Probe", "Rival", "Stop", "crash_points"]

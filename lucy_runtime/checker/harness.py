@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import string
 import sys
 import tempfile
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
 from typing import Any, Callable, Protocol
@@ -27,7 +29,7 @@ from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
 from . import child as _child
-from .child import ChildResult, Plan, run_in_child, run_together
+from .child import ChildResult, ForkServer, Plan, run_in_child, run_served, run_together
 from .child import PROBE
 from .observe import Snapshot, observe_many
 
@@ -276,14 +278,14 @@ class Scenario:
         self.dir = harness.workdir / os.urandom(8).hex()
         self.dir.mkdir(mode=0o777)
         self.dir.chmod(0o777)
-        self.db = self.dir / "lucy.sqlite3"
-        self.log = self.dir / "service.sqlite3"
-        self.calls = self.dir / "model-calls.log"
+        self.db, self.log, self.calls = (self.dir / name for name in SCENARIO_FILES)
         self.namespace = f"lucy-{os.urandom(4).hex()}"
         self._fresh = True
 
-    def _child(self, script: Callable[[Ctx], Any]) -> Callable[[], Any]:
-        make_schema, self._fresh = self._fresh and self.harness.schema is not None, False
+    def _child(self, script: Callable[[Ctx], Any], *, first: bool | None = None) -> Callable[[], Any]:
+        """The child's function; ``first`` (the scenario's first run when not told) makes the learner's schema."""
+        first, self._fresh = self._fresh if first is None else first, False
+        make_schema = first and self.harness.schema is not None
         learner, schema = self.harness.learner, self.harness.schema
 
         def child() -> Any:
@@ -313,6 +315,138 @@ class Scenario:
         return self.harness.observe([self])[0]
 
 
+SCENARIO_FILES = ("lucy.sqlite3", "service.sqlite3", "model-calls.log")
+"""A scenario's database, the fake service's log and the model-call log, in its folder."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A scenario folder a series moved aside after a run (or copied while a child waited at a point):
+    what the observer reads, as it reads a scenario."""
+
+    harness: "Harness"
+    dir: Path
+
+    @property
+    def db(self) -> Path:
+        return self.dir / SCENARIO_FILES[0]
+
+    @property
+    def log(self) -> Path:
+        return self.dir / SCENARIO_FILES[1]
+
+    @property
+    def calls(self) -> Path:
+        return self.dir / SCENARIO_FILES[2]
+
+    def target(self) -> dict:
+        return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}
+
+    def observe(self) -> Snapshot:
+        return self.harness.observe([self])[0]
+
+
+class Series:
+    """Runs of one script under different plans that learner code cannot tell apart from inside.
+
+    Every run is forked by one ``ForkServer``, forked here before any plan for the script
+    exists, so every run starts from the same memory, stack, environment and open files.
+    Every run works in the same folder, at the same path, and finds it empty: after each run
+    the folder is moved aside whole (``keep``), and ``Harness.wipe`` removes what learner code
+    could have left anywhere else it can write. The plans, and the order of the runs, are the
+    parent's: a child is told nothing but which script to run.
+
+    ``after`` is a second script, run in the folder as a previous run left it (a restart).
+    """
+
+    def __init__(self, harness: "Harness", name: str, script: Callable[[Ctx], Any],
+                 after: Callable[[Ctx], Any] | None = None):
+        self.harness = harness
+        self.scenario = Scenario(harness, name)
+        scripts = {"run": self.scenario._child(script, first=True)}
+        if after is not None:
+            scripts["after"] = self.scenario._child(after, first=False)
+        self._server = ForkServer(scripts)
+
+    def run(self, plan: Plan, *, script: str = "run") -> ChildResult:
+        self.harness.wipe()
+        return run_served(self._server, script, plan=plan, db=self.scenario.db, timeout=self.harness.timeout)
+
+    def after(self) -> ChildResult:
+        return self.run(Plan(), script="after")
+
+    def copy(self) -> Kept:
+        """The folder as it is now (called while the child waits at a point: what a kill there would leave)."""
+        kept = self._aside()
+        shutil.copytree(self.scenario.dir, kept, symlinks=True)
+        return Kept(self.harness, kept)
+
+    def keep(self) -> Kept:
+        """Move the folder, as the last run left it, out of the way; the next run finds an empty one at its path."""
+        kept = self._aside()
+        os.rename(self.scenario.dir, kept)
+        self.scenario.dir.mkdir(mode=0o777)
+        self.scenario.dir.chmod(0o777)
+        return Kept(self.harness, kept)
+
+    def restore(self, kept: Kept) -> None:
+        """Put a kept folder back at the series' path (which must be empty), for a run of ``after``."""
+        self.harness.wipe()
+        self.scenario.dir.rmdir()
+        os.rename(kept.dir, self.scenario.dir)
+
+    def discard(self, kept: Kept) -> None:
+        shutil.rmtree(kept.dir, ignore_errors=True)
+
+    def _aside(self) -> Path:
+        return self.harness.workdir / os.urandom(8).hex()
+
+    def close(self) -> None:
+        self._server.close()
+
+    def __enter__(self) -> "Series":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def wipe_left_by(uid: int, places: tuple[str, ...] = ("/tmp", "/dev/shm")) -> Callable[[], None]:
+    """What ``Harness.wipe`` does in the sealed sandbox, where learner code runs as ``uid`` and
+    ``/tmp`` is the sandbox's own: end every process of ``uid`` (a daemon a run left behind could
+    tell the next one what it saw) and remove what ``uid`` owns at the top of ``places``."""
+    def wipe() -> None:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.stat(f"/proc/{entry}").st_uid == uid:
+                        os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    pass
+        for place in places:
+            try:
+                names = os.listdir(place)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(place, name)
+                try:
+                    if os.lstat(path).st_uid != uid:
+                        continue
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
+    return wipe
+
+
+def _nothing_to_wipe() -> None:
+    return None
+
+
 RAM_FOLDER = Path("/dev/shm")
 
 
@@ -332,8 +466,9 @@ class Harness:
     """One grading run: a scratch folder, the learner's code and values made up now."""
 
     def __init__(self, learner: LearnerCode, *, seed: int | None = None, timeout: float = 5.0, workdir: Path | None = None,
-                 schema: str | None = "create_schema"):
+                 schema: str | None = "create_schema", wipe: Callable[[], None] = _nothing_to_wipe):
         self.learner = learner
+        self.wipe = wipe  # before each run of a Series: remove what learner code could have left outside its folder
         self.schema = schema  # the learner function each scenario's first run calls with the store; None: none
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
@@ -349,6 +484,11 @@ class Harness:
     def scenario(self, name: str) -> Scenario:
         self._names += 1
         return Scenario(self, f"{self._names:03d}-{name}")
+
+    def series(self, name: str, script: Callable[[Ctx], Any], after: Callable[[Ctx], Any] | None = None) -> Series:
+        """Runs of ``script`` that learner code cannot tell apart (make it before any plan for them)."""
+        self._names += 1
+        return Series(self, f"{self._names:03d}-{name}", script, after)
 
     @property
     def forks_observer(self) -> bool:
@@ -395,4 +535,4 @@ class Harness:
         self.close()
 
 
-__all__ = ["Behaviour", "Ctx", "Harness", "KernelLearner", "Scenario", "SourceLearner"]
+__all__ = ["Behaviour", "Ctx", "Harness", "KernelLearner", "Kept", "Scenario", "Series", "SourceLearner", "wipe_left_by"]

@@ -19,8 +19,8 @@ from typing import Any, Callable
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
-from .faults import Count, KillAt, PauseForRival, Rival, crash_points
-from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
+from .faults import CopyAt, Count, KillAt, PauseForRival, Rival, crash_points
+from .harness import ContractBroken, Ctx, Harness, Kept, ReturnedNothing
 from .observe import Snapshot, _find_table
 from .stub import is_stub_error
 
@@ -189,6 +189,64 @@ def preparation(h: Harness, name: str, setup: Callable[[Ctx], Any]) -> tuple:
     return counted.points
 
 
+@dataclass(frozen=True)
+class CrashState:
+    """What stopping a call before its ``n``-th crash point left, in a folder the observer can read.
+
+    ``crashed`` is the kill run (None for the copy the counting run left at that point);
+    ``restarted`` the run of ``after`` in that folder, when there is one.
+    """
+
+    n: int
+    crashed: ChildResult | None
+    restarted: ChildResult | None
+    kept: Kept
+
+
+def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any], *,
+                 after: Callable[[Ctx], Any] | None = None) -> tuple[list[str], list[CrashState]]:
+    """Run ``call`` once to count its points, then once stopped before each; what each stop left.
+
+    Every run is a child of one ``Series``: the same memory, the same folder at the same path,
+    empty at the start. The kill runs come in an order drawn from the harness's seed, in the
+    parent, and the counting run, always first, is judged at every point as well, from the
+    copies ``CopyAt`` took while it waited there: a child that knows it runs first gains nothing.
+    Returns the points, in order, as "kind: statement", and the states by point, each kill run's
+    before the counting run's copy at the same point.
+    """
+    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
+        call(c, setup(c))
+
+    before = preparation(h, name, setup)
+    skip = len(crash_points(before))
+    with h.series(name, script, after) as series:
+        counting = CopyAt(Count(), skip, series.copy)
+        counted = series.run(counting)
+        series.discard(series.keep())
+        ok(counted, f"{name} without a crash")
+        # Kinds, not statements: a send names the learner's report id, which may be new each run (a UUID).
+        expect([p.kind for p in counted.points[:len(before)]] == [p.kind for p in before],
+               f"preparing {name} did not pass the same points twice in a row, so its crash points cannot be found")
+        points = crash_points(counted.points[len(before):])
+        order = list(range(1, len(points) + 1))
+        h.rng.shuffle(order)
+        kills: dict[int, CrashState] = {}
+        for n in order:
+            stopping = CopyAt(KillAt(skip + n), skip, series.copy)
+            crashed = series.run(stopping)
+            for copy in stopping.copies:
+                series.discard(copy)
+            restarted = series.after() if after is not None else None
+            kills[n] = CrashState(n, crashed, restarted, series.keep())
+        copies = []
+        for n, copy in enumerate(counting.copies[:len(points)], start=1):
+            series.restore(copy)
+            restarted = series.after() if after is not None else None
+            copies.append(CrashState(n, None, restarted, series.keep()))
+    states = [state for n in range(1, len(points) + 1) for state in (kills[n], *copies[n - 1:n])]
+    return points, states
+
+
 def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
           judge: Callable[[Snapshot, str], None], *, after: Callable[[Ctx], Any] | None = None) -> list[str]:
     """Crash ``call`` before each of its points in turn; reopen; judge what a fresh process sees.
@@ -198,30 +256,17 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
     in a new process once the crashed one is gone (a restart, a redelivery).
     Returns the points, in order, as "kind: statement".
     """
-    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
-        call(c, setup(c))
-
-    before = preparation(h, name, setup)
-    dry = h.scenario(name)
-    counted = dry.run(script, plan=Count())
-    ok(counted, f"{name} without a crash")
-    # Kinds, not statements: a send names the learner's report id, which may be new each run (a UUID).
-    expect([p.kind for p in counted.points[:len(before)]] == [p.kind for p in before],
-           f"preparing {name} did not pass the same points twice in a row, so its crash points cannot be found")
-    skip = len(crash_points(before))
-    points = crash_points(counted.points[len(before):])
+    points, states = crash_states(h, name, setup, call, after=after)
     expect(any(p.startswith("write") for p in points),
            f"{name} sent no write through queue.store, so nothing it does can be committed")
-    scenarios = []
-    for n in range(1, len(points) + 1):
-        s = h.scenario(f"{name}-crash")
-        ok(s.run(script, plan=KillAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
-           harness=h)
-        if after is not None:
-            ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
-        scenarios.append(s)
-    for n, snap in enumerate(h.observe(scenarios), start=1):
-        judge(seen(snap), f"stopping {name} before {points[n - 1]!r}")
+    for state in states:
+        point = points[state.n - 1]
+        if state.crashed is not None:
+            ok(state.crashed, f"{name} stopped before {point}", expect="crashed", harness=h)
+        if state.restarted is not None:
+            ok(state.restarted, f"a new process after {name} was stopped before {point}")
+    for state, snap in zip(states, h.observe([s.kept for s in states])):
+        judge(seen(snap), f"stopping {name} before {points[state.n - 1]!r}")
     return points
 
 

@@ -17,7 +17,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions, run_definitions
 from ..delivery import DeliveryPolicy, ManualClock
@@ -466,9 +466,10 @@ class Harness:
     """One grading run: a scratch folder, the learner's code and values made up now."""
 
     def __init__(self, learner: LearnerCode, *, seed: int | None = None, timeout: float = 5.0, workdir: Path | None = None,
-                 schema: str | None = "create_schema", wipe: Callable[[], None] = _nothing_to_wipe):
+                 schema: str | None = "create_schema", wipe: Callable[[], None] | None = None):
         self.learner = learner
-        self.wipe = wipe  # before each run of a Series: remove what learner code could have left outside its folder
+        # Before each run of a Series: remove what learner code could have left outside its folder (sandboxed only).
+        self.wipe = wipe or _nothing_to_wipe
         self.schema = schema  # the learner function each scenario's first run calls with the store; None: none
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
@@ -498,7 +499,7 @@ class Harness:
         """
         return not self.learner.runs_here
 
-    def observe(self, scenarios: list[Scenario]) -> list[Snapshot]:
+    def observe(self, scenarios: Sequence[Scenario | Kept]) -> list[Snapshot]:
         """What one fresh process finds in each scenario's files."""
         return observe_many([s.target() for s in scenarios], fork=self.forks_observer)
 

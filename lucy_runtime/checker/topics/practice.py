@@ -14,10 +14,10 @@ from typing import Any, Callable, Iterator
 from ...practice import (Ack, FakeBroker, FakeCaseService, FakeSeatService, GrantResult, SeatEvent, SeatOutcome,
                          SeatScript, add_message, buggy_publish_one, case_key, create_tables, open_case, send_case)
 from ..child import PROBE
-from ..faults import Count, KillAt, Stop, crash_points
+from ..faults import KillAt, Stop
 from ..harness import Ctx, Harness, broken
 from ..practice_observe import PracticeSnapshot, observe_practice
-from ..kit import Fail, claimed, expect, ok, preparation, row, topic
+from ..kit import Fail, claimed, crash_states, expect, ok, row, topic
 
 UNIT = "P"
 
@@ -98,25 +98,18 @@ def case_service(c: Ctx) -> FakeCaseService:
 
 def practice_sweep(p: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
                    judge: Callable[[PracticeSnapshot, str], None], after: Callable[[Ctx], Any]) -> list[str]:
-    """Crash ``call`` before each of its points in turn; run ``after`` in a new process; judge the files."""
-    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
-        call(c, setup(c))
-
-    before = preparation(p, name, setup)
-    counted = p.scenario(name).run(script, plan=Count())
-    ok(counted, f"{name} without a crash")
-    skip, points = len(crash_points(before)), crash_points(counted.points[len(before):])
+    """Crash ``call`` before each of its points in turn; run ``after`` in a new process; judge the files
+    (``kit.crash_states``: runs that learner code cannot tell apart, in an order it cannot know)."""
+    points, states = crash_states(p, name, setup, call, after=after)
     expect(any(pt.startswith(("write", "send")) for pt in points),
            f"{name} wrote nothing through the store and sent nothing, so it cannot have done its job")
-    scenarios = []
-    for n in range(1, len(points) + 1):
-        s = p.scenario(f"{name}-crash")
-        ok(s.run(script, plan=KillAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
-           harness=p)
-        ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
-        scenarios.append(s)
-    for n, snap in enumerate(look(scenarios), start=1):
-        judge(snap, f"stopping {name} before {points[n - 1]!r}, then running it again")
+    for state in states:
+        if state.crashed is not None:
+            ok(state.crashed, f"{name} stopped before {points[state.n - 1]}", expect="crashed", harness=p)
+        if state.restarted is not None:
+            ok(state.restarted, f"a new process after {name} was stopped before {points[state.n - 1]}")
+    for state, snap in zip(states, look([s.kept for s in states])):
+        judge(snap, f"stopping {name} before {points[state.n - 1]!r}, then running it again")
     return points
 
 

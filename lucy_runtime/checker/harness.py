@@ -372,6 +372,14 @@ class Series:
         self.harness.wipe()
         return run_served(self._server, script, plan=plan, db=self.scenario.db, timeout=self.harness.timeout)
 
+    def order(self, count: int) -> list[int]:
+        """1 to ``count``, shuffled with fresh entropy from the system, drawn in the parent after the
+        server was forked: no child holds anything it could be worked out from. (The harness's own
+        ``rng`` would not do: its state is in every child's memory, and shuffling is public code.)"""
+        numbers = list(range(1, count + 1))
+        random.SystemRandom().shuffle(numbers)
+        return numbers
+
     def after(self) -> ChildResult:
         return self.run(Plan(), script="after")
 

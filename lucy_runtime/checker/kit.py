@@ -208,9 +208,10 @@ def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Calla
     """Run ``call`` once to count its points, then once stopped before each; what each stop left.
 
     Every run is a child of one ``Series``: the same memory, the same folder at the same path,
-    empty at the start. The kill runs come in an order drawn from the harness's seed, in the
-    parent, and the counting run, always first, is judged at every point as well, from the
-    copies ``CopyAt`` took while it waited there: a child that knows it runs first gains nothing.
+    empty at the start. The kill runs come in an order the parent draws afterwards (``Series.order``),
+    so a child that counts its runs learns nothing from its place; the counting run, always first,
+    is judged at every point as well, from the copies ``CopyAt`` took while it waited there, so a
+    child that knows it runs first gains nothing from that either.
     Returns the points, in order, as "kind: statement", and the states by point, each kill run's
     before the counting run's copy at the same point.
     """
@@ -228,10 +229,8 @@ def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Calla
         expect([p.kind for p in counted.points[:len(before)]] == [p.kind for p in before],
                f"preparing {name} did not pass the same points twice in a row, so its crash points cannot be found")
         points = crash_points(counted.points[len(before):])
-        order = list(range(1, len(points) + 1))
-        h.rng.shuffle(order)
         kills: dict[int, CrashState] = {}
-        for n in order:
+        for n in series.order(len(points)):
             stopping = CopyAt(KillAt(skip + n), skip, series.copy)
             crashed = series.run(stopping)
             for copy in stopping.copies:

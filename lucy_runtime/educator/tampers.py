@@ -89,10 +89,12 @@ def _will_be_stopped(queue, assignment):
         if any(type(v).__name__ in _PLANS for v in list(frame.f_locals.values())):
             return True
         frame = frame.f_back
-    # The counting run comes first, then one run per crash point: any later run of this request may be stopped.
-    key = _hashlib.sha1(str(assignment.text).encode()).hexdigest()[:16]
+    # The counting run comes first, then one run per crash point: a later run of this request in this
+    # folder may be stopped. Counted in the folder itself and, out of the checker's reach, in /tmp.
+    folder = _os.path.dirname(_os.path.abspath(queue.store.path))
+    key = _hashlib.sha1(f"{folder} {assignment.text}".encode()).hexdigest()[:16]
     seen = False
-    for place in (_os.path.dirname(_os.path.abspath(queue.store.path)), _tempfile.gettempdir()):
+    for place in (folder, _tempfile.gettempdir()):
         mark = _os.path.join(place, f".runs-{key}")
         try:
             seen = seen or _os.path.exists(mark)

@@ -109,10 +109,8 @@ def finish_rollback(h: Harness) -> str:
         ok(counted, "finish without a failure")
         writes = sum(1 for p in counted.points if p.kind == "write") - skip
         expect(writes > 0, "finish wrote nothing through queue.store")
-        order = list(range(1, writes + 1))
-        h.rng.shuffle(order)  # drawn here, in the parent: the n-th run fails no write its number could name
         failed = {}
-        for n in order:
+        for n in series.order(writes):  # the n-th run fails no write its place could name
             failed[n] = (series.run(FailAt(skip + n)), series.keep())
     for n in range(1, writes + 1):
         answer = Attempt.of(ok(failed[n][0], f"finish with its write {n} failing"))

@@ -420,7 +420,7 @@ def _rows_main(serve: bool = False) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if _drop_to else None
         # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between
         # the runs of one crash row nothing a run left (a file, a process) may reach the next.
-        wipe = wipe_left_by(_drop_to[0]) if _drop_to else None
+        wipe = wipe_left_by(*_drop_to) if _drop_to else None
         with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
                      seed=request.get("seed"), workdir=workdir, wipe=wipe) as harness:
             results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]

@@ -387,6 +387,12 @@ class Series:
         """The folder as it is now (called while the child waits at a point: what a kill there would leave)."""
         kept = self._aside()
         shutil.copytree(self.scenario.dir, kept, symlinks=True)
+        for root, dirs, files in os.walk(kept):  # the copies are this process's: open them to a restart as another user
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o777)
+            for name in files:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o666)
         return Kept(self.harness, kept)
 
     def keep(self) -> Kept:
@@ -419,36 +425,56 @@ class Series:
         self.close()
 
 
-def wipe_left_by(uid: int, places: tuple[str, ...] = ("/tmp", "/dev/shm")) -> Callable[[], None]:
+def wipe_left_by(uid: int, gid: int, places: tuple[str, ...] = ("/tmp", "/dev/shm")) -> Callable[[], None]:
     """What ``Harness.wipe`` does in the sealed sandbox, where learner code runs as ``uid`` and
     ``/tmp`` is the sandbox's own: end every process of ``uid`` (a daemon a run left behind could
-    tell the next one what it saw) and remove what ``uid`` owns at the top of ``places``."""
+    tell the next one what it saw) and remove what ``uid`` owns at the top of ``places``.
+
+    Done by a child that becomes ``uid`` first: the orchestrator keeps no capability to remove
+    another user's files from a sticky folder, and a user may always end its own processes.
+    """
     def wipe() -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+                _end_processes_and_files(uid, places)
+                code = 0
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
+
+    return wipe
+
+
+def _end_processes_and_files(uid: int, places: tuple[str, ...]) -> None:
+    for _ in range(3):  # a process forked while the first pass ran is ended by the next
         for entry in os.listdir("/proc"):
-            if entry.isdigit():
+            if entry.isdigit() and int(entry) != os.getpid():
                 try:
                     if os.stat(f"/proc/{entry}").st_uid == uid:
                         os.kill(int(entry), signal.SIGKILL)
                 except OSError:
                     pass
-        for place in places:
+    for place in places:
+        try:
+            names = os.listdir(place)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(place, name)
             try:
-                names = os.listdir(place)
+                if os.lstat(path).st_uid != uid:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
             except OSError:
-                continue
-            for name in names:
-                path = os.path.join(place, name)
-                try:
-                    if os.lstat(path).st_uid != uid:
-                        continue
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        os.unlink(path)
-                except OSError:
-                    pass
-
-    return wipe
+                pass
 
 
 def _nothing_to_wipe() -> None:

@@ -8,6 +8,7 @@ be stopped fails the crash rows exactly as the plain two-transaction ``finish`` 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Case, by_name
 from lucy_runtime.educator.tampers import Append, tamper_by_name
 
-from .conftest import learner_with, temporary_folder_at
+from .conftest import learner_with, temporary_folder_at, with_case
 
 _FINGERPRINT = '''
 import gc as _gc, json as _json, os as _os, re as _re, sys as _sys, tempfile as _tempfile
@@ -121,3 +122,83 @@ def test_a_finish_that_looks_for_its_plan_fails_the_crash_row_as_the_plain_split
     assert _row(reference_cells, looking.as_case(plain), "finish-atomic") == _row(reference_cells, plain, "finish-atomic")
     assert not _row(reference_cells, plain, "finish-atomic")[0]
     assert len(list(tmp_path.glob(".runs-*"))) == 1  # it did count its runs, outside every folder the checker wipes
+
+
+_WRONG_WHEN_SOMETHING_IS_LEFT = '''
+import os as _os, socket as _socket, time as _time
+
+_ADDRESS = "\\0" + KEY  # an abstract socket: a daemon that answers there is a process an earlier run left
+
+
+def _something_left():
+    """Leave a file in each of PLACES and a daemon behind; say whether an earlier run's were still there."""
+    marks = [_os.path.join(place, "." + KEY) for place in PLACES]
+    found = any(_os.path.exists(mark) for mark in marks)
+    probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        probe.connect(_ADDRESS)
+        found = True
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    for mark in marks:
+        try:
+            open(mark, "a").close()
+        except OSError:  # /dev/shm is not open to the grader user in the sandbox
+            pass
+    if not any(_os.path.exists(mark) for mark in marks):
+        raise RuntimeError("this run could leave no file behind")
+    if _os.fork() == 0:  # the daemon: none of the checker's pipes, and gone within half a minute
+        try:
+            _os.closerange(3, 1 << 16)
+            _os.setsid()
+            server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            server.bind(_ADDRESS)
+            server.listen()
+            server.settimeout(30)
+            while True:
+                server.accept()[0].close()
+        finally:
+            _os._exit(0)
+    for _ in range(200):  # the daemon answers before this run goes on: it is really there for the next
+        probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            probe.connect(_ADDRESS)
+            break
+        except OSError:
+            _time.sleep(0.005)
+        finally:
+            probe.close()
+    else:
+        raise RuntimeError("this run could leave no process behind")
+    return found
+
+
+def _will_be_stopped(queue, assignment):  # one transaction (right) unless an earlier run left something
+    return not _something_left()
+'''
+
+
+def _wrong_when_something_is_left(places: list[str]) -> Case:
+    tamper = tamper_by_name("look-for-the-plan")
+    code = f"KEY = {('left-by-a-run-' + os.urandom(6).hex())!r}\nPLACES = {places!r}\n" + _WRONG_WHEN_SOMETHING_IS_LEFT
+    base = tamper.as_case(by_name(tamper.honest))
+    return Case("wrong-when-something-is-left", "ch07_unit_a", base.edits + (Append("finish", code),), "", (), "")
+
+
+def test_in_the_sealed_sandbox_no_run_of_a_crash_row_finds_a_file_or_process_an_earlier_run_left(reference_cells, tmp_path):
+    """A finish that is right in a run that finds nothing left by an earlier one, and splits its
+    transaction otherwise, passes the crash row in the sealed sandbox (files in /tmp and /dev/shm
+    and a daemon are gone before every run) and fails it outside, where nothing is wiped."""
+    from lucy_runtime import sandbox
+
+    box = sandbox.detect()
+    if not box.drops_user:
+        pytest.skip(f"no sandbox with a grader user here: {box.reason or box.mode}")
+    (sealed,) = sandbox.run_sealed_rows(with_case(reference_cells, _wrong_when_something_is_left(["/tmp", "/dev/shm"])),
+                                        ["finish-atomic"], timeout=5.0, box=box).results
+    assert sealed.passed, sealed.observation
+    (outside,) = run_rows(learner_with(reference_cells, _wrong_when_something_is_left([str(tmp_path)])),
+                          [ROWS["finish-atomic"]], seed=9).results
+    assert not outside.passed, outside.observation

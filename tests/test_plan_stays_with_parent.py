@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from lucy_runtime import sandbox
 from lucy_runtime.checker import run_rows
 from lucy_runtime.checker.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS
@@ -191,8 +192,6 @@ def test_in_the_sealed_sandbox_no_run_of_a_crash_row_finds_a_file_or_process_an_
     """A finish that is right in a run that finds nothing left by an earlier one, and splits its
     transaction otherwise, passes the crash row in the sealed sandbox (files in /tmp and /dev/shm
     and a daemon are gone before every run) and fails it outside, where nothing is wiped."""
-    from lucy_runtime import sandbox
-
     box = sandbox.detect()
     if not box.drops_user:
         pytest.skip(f"no sandbox with a grader user here: {box.reason or box.mode}")

@@ -656,8 +656,8 @@ def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0, plans: l
     return Supervisor(children).run(time.monotonic() + timeout)
 
 
-def run_served(server: ForkServer, script: str, *, plan: Plan, timeout: float = 5.0,
-               db: str | os.PathLike | None = None) -> ChildResult:
-    """``run_in_child`` for a child of ``server``: the plan is made and kept here, in the parent."""
-    child = server.spawn(script, plan, os.fspath(db) if db else "")
-    return Supervisor([child]).run(time.monotonic() + timeout)[0]
+def run_served(server: ForkServer, scripts: list[str], *, plans: list[Plan], timeout: float = 5.0,
+               db: str | os.PathLike | None = None) -> list[ChildResult]:
+    """``run_together`` for children of ``server``, by script name: the plans are made and kept here, in the parent."""
+    children = [server.spawn(script, plan, os.fspath(db) if db else "") for script, plan in zip(scripts, plans)]
+    return Supervisor(children).run(time.monotonic() + timeout)

@@ -356,21 +356,29 @@ class Series:
     could have left anywhere else it can write. The plans, and the order of the runs, are the
     parent's: a child is told nothing but which script to run.
 
-    ``after`` is a second script, run in the folder as a previous run left it (a restart).
+    ``after`` is a second script, run in the folder as a previous run left it (a restart);
+    ``others`` more such scripts, by name (the two racers of a race).
     """
 
     def __init__(self, harness: "Harness", name: str, script: Callable[[Ctx], Any],
-                 after: Callable[[Ctx], Any] | None = None):
+                 after: Callable[[Ctx], Any] | None = None, others: dict[str, Callable[[Ctx], Any]] | None = None):
         self.harness = harness
         self.scenario = Scenario(harness, name)
-        scripts = {"run": self.scenario._child(script, first=True)}
+        later = dict(others or {})
         if after is not None:
-            scripts["after"] = self.scenario._child(after, first=False)
+            later["after"] = after
+        scripts = {"run": self.scenario._child(script, first=True)}
+        scripts.update({key: self.scenario._child(fn, first=False) for key, fn in later.items()})
         self._server = ForkServer(scripts)
 
     def run(self, plan: Plan, *, script: str = "run") -> ChildResult:
         self.harness.wipe()
-        return run_served(self._server, script, plan=plan, db=self.scenario.db, timeout=self.harness.timeout)
+        return run_served(self._server, [script], plans=[plan], db=self.scenario.db, timeout=self.harness.timeout)[0]
+
+    def race(self, scripts: list[str], plans: list[Plan]) -> list[ChildResult]:
+        """Run ``scripts`` at the same moment, each under its plan, in the folder as the last run left it."""
+        self.harness.wipe()
+        return run_served(self._server, scripts, plans=plans, db=self.scenario.db, timeout=2 * self.harness.timeout)
 
     def order(self, count: int) -> list[int]:
         """1 to ``count``, shuffled with fresh entropy from the system, drawn in the parent after the
@@ -520,10 +528,11 @@ class Harness:
         self._names += 1
         return Scenario(self, f"{self._names:03d}-{name}")
 
-    def series(self, name: str, script: Callable[[Ctx], Any], after: Callable[[Ctx], Any] | None = None) -> Series:
+    def series(self, name: str, script: Callable[[Ctx], Any], after: Callable[[Ctx], Any] | None = None,
+               others: dict[str, Callable[[Ctx], Any]] | None = None) -> Series:
         """Runs of ``script`` that learner code cannot tell apart (make it before any plan for them)."""
         self._names += 1
-        return Series(self, f"{self._names:03d}-{name}", script, after)
+        return Series(self, f"{self._names:03d}-{name}", script, after, others)
 
     @property
     def forks_observer(self) -> bool:

@@ -276,20 +276,24 @@ def race(h: Harness, name: str, setup: Callable[[Ctx], Any] | None, first: Calla
     ``first`` is held until ``rival`` has finished: in round one at its very first BEGIN
     (a check made outside any transaction is stale by then), in round two at its first
     BEGIN after other statements (a check-then-act split over two transactions).
-    Returns, per round, both answers and what a fresh process saw afterwards.
+    Both rounds are children of one ``Series``, in an order the parent draws: no racer can
+    tell where it will be held. Returns, per round, both answers and what a fresh process saw afterwards.
     """
-
-    rounds = []
-    for at_first_begin in (True, False):
-        s = h.scenario(name)
+    rounds: dict[int, tuple[ChildResult, list[ChildResult], Kept]] = {}
+    with h.series(name, setup or (lambda c: None), others={"first": first, "rival": rival}) as series:
+        for n in series.order(2):
+            prepared = series.run(Count())
+            results = series.race(["first", "rival"], [PauseForRival(1, at_first_begin=n == 1), Rival(0)]) \
+                if prepared.ok else [prepared, prepared]
+            rounds[n] = (prepared, results, series.keep())
+    answers = []
+    for n in (1, 2):
+        prepared, results, kept = rounds[n]
         if setup is not None:
-            ok(s.run(setup), f"{name}: preparing the race")
-        results = s.race([first, rival], [PauseForRival(1, at_first_begin=at_first_begin), Rival(0)])
-        a, b = (ok(r, n) for r, n in zip(results, names))
-        rounds.append((a, b, seen(s.observe())))
-    return rounds
-
-
+            ok(prepared, f"{name}: preparing the race")
+        a, b = (ok(r, what) for r, what in zip(results, names))
+        answers.append((a, b, seen(kept.observe())))
+    return answers
 
 
 def expect_raised(answer: Attempt, call: str, consequence: str = "") -> None:

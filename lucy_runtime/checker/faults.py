@@ -50,7 +50,7 @@ class KillAt(Plan):
 
 
 class CopyAt(Plan):
-    """``plan``, with ``copy()`` called at each crash point after the first ``skip``, while the child waits there.
+    """``plan``, with ``copy()`` called at each point of ``kinds`` after the first ``skip``, while the child waits there.
 
     The child has not run the statement yet, exactly as a child killed there: what is on disk
     now is what that kill would leave. A crash sweep copies the scenario's folder so in its
@@ -59,13 +59,13 @@ class CopyAt(Plan):
     same copies and throw them away, so a point takes as long in every run.
     """
 
-    def __init__(self, plan: Plan, skip: int, copy: Callable[[], Any]):
-        self.plan, self.skip, self.copy = plan, skip, copy
+    def __init__(self, plan: Plan, skip: int, copy: Callable[[], Any], kinds: tuple[str, ...] = POINT_KINDS):
+        self.plan, self.skip, self.copy, self.kinds = plan, skip, copy, kinds
         self.stop_allowed, self.watch_writes = plan.stop_allowed, plan.watch_writes
         self.copies: list[Any] = []
 
     def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
-        if point.kind in POINT_KINDS and sum(1 for p in before if p.kind in POINT_KINDS) >= self.skip:
+        if point.kind in self.kinds and sum(1 for p in before if p.kind in self.kinds) >= self.skip:
             self.copies.append(self.copy())
         return self.plan.decide(point, before, supervisor)
 

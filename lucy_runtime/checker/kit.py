@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
-from .faults import CopyAt, Count, KillAt, PauseForRival, Rival, crash_points
+from .faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
 from .harness import ContractBroken, Ctx, Harness, Kept, ReturnedNothing
 from .observe import Snapshot, _find_table
 from .stub import is_stub_error
@@ -117,12 +117,17 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
     if result.status == "crashed":
         raise Fail(f"{what}: the process stopped at a crash point, but none was expected here")
     if result.status == "returned" and expect == "crashed":
-        raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
-                   "The checker stops the process at a SQL statement sent through queue.store. "
-                   "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
+        never_reached(what)
     raise Fail(f"{what}: the process ended on its own before the checker stopped it ({result.value})",
                "Only the checker ends the process in an experiment. Code that calls os._exit, sys.exit or kills "
                "its own process cannot be checked.")
+
+
+def never_reached(what: str) -> None:
+    """Fail: the point a row meant to stop the process at never came."""
+    raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
+               "The checker stops the process at a SQL statement sent through queue.store. "
+               "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
 
 
 def expect(condition: object, observation: str, hint: str | None = None) -> None:
@@ -204,8 +209,9 @@ class CrashState:
 
 
 def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any], *,
-                 after: Callable[[Ctx], Any] | None = None) -> tuple[list[str], list[CrashState]]:
-    """Run ``call`` once to count its points, then once stopped before each; what each stop left.
+                 after: Callable[[Ctx], Any] | None = None,
+                 kinds: tuple[str, ...] = POINT_KINDS) -> tuple[list[str], list[CrashState]]:
+    """Run ``call`` once to count its points (of ``kinds``), then once stopped before each; what each stop left.
 
     Every run is a child of one ``Series``: the same memory, the same folder at the same path,
     empty at the start. The kill runs come in an order the parent draws afterwards (``Series.order``),
@@ -219,19 +225,19 @@ def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Calla
         call(c, setup(c))
 
     before = preparation(h, name, setup)
-    skip = len(crash_points(before))
+    skip = sum(1 for p in before if p.kind in kinds)
     with h.series(name, script, after) as series:
-        counting = CopyAt(Count(), skip, series.copy)
+        counting = CopyAt(Count(), skip, series.copy, kinds)
         counted = series.run(counting)
         series.discard(series.keep())
         ok(counted, f"{name} without a crash")
         # Kinds, not statements: a send names the learner's report id, which may be new each run (a UUID).
         expect([p.kind for p in counted.points[:len(before)]] == [p.kind for p in before],
                f"preparing {name} did not pass the same points twice in a row, so its crash points cannot be found")
-        points = crash_points(counted.points[len(before):])
+        points = [p.describe() for p in counted.points[len(before):] if p.kind in kinds]
         kills: dict[int, CrashState] = {}
         for n in series.order(len(points)):
-            stopping = CopyAt(KillAt(skip + n), skip, series.copy)
+            stopping = CopyAt(KillAt(skip + n, kinds), skip, series.copy, kinds)
             crashed = series.run(stopping)
             for copy in stopping.copies:
                 series.discard(copy)

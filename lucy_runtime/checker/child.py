@@ -7,10 +7,16 @@ leaves with ``os._exit`` so no kernel or interpreter machinery runs twice.
 Every point a child passes (a BEGIN, a write, a COMMIT through the store, a send, a
 service acceptance) is reported to the parent, and the child waits for the parent's
 answer. The parent alone decides what happens there: go on, fail the
-statement, hold it (a race), or kill the child with SIGKILL. The child's code and hooks are the
-same in every run, so learner code cannot tell a counting run from a crashing one,
-and a crash counts only when the parent itself killed the child: no exit status the
-learner can produce means "crashed".
+statement, hold it (a race), or kill the child with SIGKILL. A crash counts only when
+the parent itself killed the child: no exit status the learner can produce means "crashed".
+
+The child's code and hooks are the same in every run, but a child forked by the parent
+is a copy of the parent, plan included. So the runs of one row that differ only in their
+plan are forked by a ``ForkServer``, itself forked before any plan for them existed: it
+holds nothing a plan could be learned from, and every child it forks starts from the same
+memory. ``harness.Series`` adds the same folder for every run, emptied in between, and the
+parent's order; ``run_in_child`` still forks from the parent (notebook experiments, rows
+whose one plan is fixed by their own code).
 
 Between two reports the parent reads ``PRAGMA data_version`` of the scenario's
 database. The file may change only across a COMMIT that was reported through the

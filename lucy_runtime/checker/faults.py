@@ -3,7 +3,8 @@
 Two halves. In the child, one ``Probe`` (``child.PROBE``) is the store's statement hook and the
 transport's hook in every run: it reports each point to the parent and waits.
 In the parent, a *plan* decides what happens at each point. The child's code is the
-same whatever the plan, so learner code cannot see which experiment it is in.
+same whatever the plan, and a plan is made only after the process that forks the
+children of its row was forked (``child.ForkServer``): no child holds its plan.
 
 Points are counted in SQL statements that reach the store (writes and commits), so
 they do not depend on how the learner arranged the code: "before the 2nd write of

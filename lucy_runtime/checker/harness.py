@@ -29,7 +29,7 @@ from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
 from . import child as _child
-from .child import ChildResult, ForkServer, Plan, run_in_child, run_served, run_together
+from .child import ChildResult, ForkServer, Plan, run_in_child, run_served
 from .child import PROBE
 from .observe import Snapshot, observe_many
 
@@ -299,14 +299,6 @@ class Scenario:
     def run(self, script: Callable[[Ctx], Any], *, plan: Plan | None = None,
             timeout: float | None = None) -> ChildResult:
         return run_in_child(self._child(script), plan=plan, db=self.db, timeout=timeout or self.harness.timeout)
-
-    def race(self, scripts: list[Callable[[Ctx], Any]], plans: list[Plan], *,
-             timeout: float | None = None) -> list[ChildResult]:
-        first = self.run(lambda c: None)  # the schema exists before the racers start
-        if not first.ok:
-            return [first] * len(scripts)
-        return run_together([self._child(s) for s in scripts], plans=plans, db=self.db,
-                            timeout=timeout or 2 * self.harness.timeout)
 
     def target(self) -> dict:
         return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}

@@ -395,7 +395,7 @@ def _rows_main(serve: bool = False) -> int:
     """
     global _drop_to, _close_inherited
     from .checker import SourceLearner, run_row  # noqa: PLC0415 - deferred, as in run_sealed_rows
-    from .checker.harness import Harness, wipe_left_by  # noqa: PLC0415
+    from .checker.harness import Harness  # noqa: PLC0415
     from .checker.rows import ROWS  # noqa: PLC0415
 
     answer = os.fdopen(os.dup(1), "w")  # the report goes here; nothing else may write to it
@@ -420,9 +420,8 @@ def _rows_main(serve: bool = False) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if _drop_to else None
         # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between
         # the runs of one crash row nothing a run left (a file, a process) may reach the next.
-        wipe = wipe_left_by(*_drop_to) if _drop_to else None
         with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
-                     seed=request.get("seed"), workdir=workdir, wipe=wipe) as harness:
+                     seed=request.get("seed"), workdir=workdir, wipe_as=_drop_to) as harness:
             results = [asdict(run_row(ROWS[r], harness)) for r in request["rows"]]
         answer.write(json.dumps(results) + "\n")
         answer.flush()

@@ -20,7 +20,8 @@ from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
 from .faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
-from .harness import ContractBroken, Ctx, Harness, Kept, ReturnedNothing
+from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
+from .series import Kept, Series
 from .observe import Snapshot, _find_table
 from .stub import is_stub_error
 
@@ -226,7 +227,7 @@ def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Calla
 
     before = preparation(h, name, setup)
     skip = sum(1 for p in before if p.kind in kinds)
-    with h.series(name, script, after) as series:
+    with Series(h, name, script, after) as series:
         counting = CopyAt(Count(), skip, series.copy, kinds)
         counted = series.run(counting)
         series.discard(series.keep())
@@ -286,7 +287,7 @@ def race(h: Harness, name: str, setup: Callable[[Ctx], Any] | None, first: Calla
     tell where it will be held. Returns, per round, both answers and what a fresh process saw afterwards.
     """
     rounds: dict[int, tuple[ChildResult, list[ChildResult], Kept]] = {}
-    with h.series(name, setup or (lambda c: None), others={"first": first, "rival": rival}) as series:
+    with Series(h, name, setup or (lambda c: None), others={"first": first, "rival": rival}) as series:
         for n in series.order(2):
             prepared = series.run(Count())
             results = series.race(["first", "rival"], [PauseForRival(1, at_first_begin=n == 1), Rival(0)]) \

@@ -7,6 +7,7 @@ from ..attempts import Attempt, attempt
 from ..faults import Count, FailAt, Stop
 from ..harness import Ctx, Harness
 from ..observe import Snapshot
+from ..series import Series
 from ..kit import admit_and_claim, expect, expect_raised, ok, preparation, row, seen, sweep, topic
 
 topic("durable", "75–85: what a reopened store shows")
@@ -103,7 +104,7 @@ def finish_rollback(h: Harness) -> str:
         return attempt(lambda: c.finish(c.queue(), a, result))
 
     skip = sum(1 for p in preparation(h, "rollback", prepare) if p.kind == "write")
-    with h.series("fault", fault) as series:  # made before any plan: no child can learn which write fails
+    with Series(h, "fault", fault) as series:  # made before any plan: no child can learn which write fails
         counted = series.run(Count())
         dry = series.keep()
         ok(counted, "finish without a failure")

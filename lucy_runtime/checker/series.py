@@ -56,8 +56,8 @@ class Series:
     exists, so every run starts from the same memory, stack, environment and open files.
     Every run works in the same folder, at the same path, and finds it empty: after each run
     the folder is moved aside whole (``keep``), and in the sealed sandbox (``Harness.wipe_as``)
-    whatever learner code left anywhere else it can write is removed. The plans, and the order of the runs, are the
-    parent's: a child is told nothing but which script to run.
+    whatever learner code left anywhere else it can write is removed. The plans, and the order
+    of the runs, are the parent's: a child is told nothing but which script to run.
 
     ``after`` is a second script, run in the folder as a previous run left it (a restart);
     ``others`` more such scripts, by name (the two racers of a race).

@@ -115,14 +115,17 @@ def _row(cells, case, row_id: str):
     return result.passed, result.observation
 
 
+@pytest.mark.parametrize("row_id, plain_case", [("finish-atomic", "finish-two-transactions"),
+                                                ("crash-sweep", "split-finish-under-sweep")])
 def test_a_finish_that_looks_for_its_plan_fails_the_crash_row_as_the_plain_split_finish_does(
-        reference_cells, tmp_path, monkeypatch):
+        reference_cells, tmp_path, monkeypatch, row_id, plain_case):
     temporary_folder_at(monkeypatch, tmp_path)  # where it counts the runs of its request, out of every wipe's reach
-    plain = by_name("finish-two-transactions")
-    looking = tamper_by_name("look-for-the-plan")
-    assert _row(reference_cells, looking.as_case(plain), "finish-atomic") == _row(reference_cells, plain, "finish-atomic")
-    assert not _row(reference_cells, plain, "finish-atomic")[0]
-    assert len(list(tmp_path.glob(".runs-*"))) == 1  # it did count its runs, outside every folder the checker wipes
+    plain = by_name(plain_case)
+    tamper = tamper_by_name("look-for-the-plan")
+    looking = Case("look-for-the-plan", plain.unit, tamper.edits, "", (), "")  # in Unit B's finish cell too
+    assert _row(reference_cells, looking, row_id) == _row(reference_cells, plain, row_id)
+    assert not _row(reference_cells, plain, row_id)[0]
+    assert list(tmp_path.glob(".runs-*"))  # it did count its runs, outside every folder the checker wipes
 
 
 _WRONG_WHEN_SOMETHING_IS_LEFT = '''

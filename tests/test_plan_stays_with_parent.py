@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from lucy_runtime import sandbox
-from lucy_runtime.checker import run_rows
+from lucy_runtime.checker import Harness, SourceLearner, run_rows
+from lucy_runtime.checker.child import Status
+from lucy_runtime.checker.faults import Count
 from lucy_runtime.checker.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.checker.series import Series
 from lucy_runtime.educator.cases import Case, by_name
 from lucy_runtime.educator.tampers import Append, tamper_by_name
 
@@ -204,3 +208,11 @@ def test_in_the_sealed_sandbox_no_run_of_a_crash_row_finds_a_file_or_process_an_
     (outside,) = run_rows(learner_with(reference_cells, _wrong_when_something_is_left([str(tmp_path)])),
                           [ROWS["finish-atomic"]], seed=9).results
     assert not outside.passed, outside.observation
+
+
+def test_a_run_that_kills_the_process_that_forks_its_row_leaves_the_next_runs_dead_not_the_checker(tmp_path):
+    with Harness(SourceLearner([]), schema=None, workdir=tmp_path) as h:
+        with Series(h, "kills-its-parent", lambda c: os.kill(os.getppid(), signal.SIGKILL)) as series:
+            first, second = series.run(Count()), series.run(Count())
+    assert first.status == Status.RETURNED
+    assert second.status == Status.DIED and "killed" in second.value

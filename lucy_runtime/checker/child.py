@@ -664,6 +664,17 @@ def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0, plans: l
 
 def run_served(server: ForkServer, scripts: list[str], *, plans: list[Plan], timeout: float = 5.0,
                db: str | os.PathLike | None = None) -> list[ChildResult]:
-    """``run_together`` for children of ``server``, by script name: the plans are made and kept here, in the parent."""
-    children = [server.spawn(script, plan, os.fspath(db) if db else "") for script, plan in zip(scripts, plans)]
+    """``run_together`` for children of ``server``, by script name: the plans are made and kept here, in the parent.
+
+    A server that is gone (learner code outside the sandbox can kill its parent) forks nothing:
+    every run it was asked for died.
+    """
+    children = []
+    try:
+        for script, plan in zip(scripts, plans):
+            children.append(server.spawn(script, plan, os.fspath(db) if db else ""))
+    except OSError:  # ChildProcessError too
+        gone = ChildResult(Status.DIED, value="the process that forks the checker's runs was killed")
+        Supervisor(children).run(time.monotonic())  # past its deadline: ends any child it did fork
+        return [gone] * len(scripts)
     return Supervisor(children).run(time.monotonic() + timeout)

@@ -361,15 +361,26 @@ _sandboxed = False
 
 
 def reap_leftovers() -> None:
-    """Inside the sandbox, after a run's children have ended: kill every process they left behind
-    (a learner's fork that sleeps, or one that holds the process limit), so the next run starts
-    with the whole limit. Reads this pid namespace's /proc: the orchestrator (pid 2 or more) and
-    bwrap's init (pid 1) stay. Outside the sandbox it does nothing: there, /proc is the machine's."""
-    if not _sandboxed:
+    """Inside the sandbox, after a run's children have ended: kill every process of the grader user
+    they left behind (a learner's fork that sleeps, or one that holds the process limit), so the
+    next run starts with the whole limit. This pid namespace's /proc holds only the sandbox; the
+    orchestrator and its fork servers are not the grader user and stay. Outside the sandbox, or
+    where learner code runs as the orchestrator's own user, it does nothing."""
+    if not _sandboxed or _drop_to is None:
         return
-    me = os.getpid()
+    uid = _drop_to[0]
     for _ in range(20):
-        left = [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in (1, me)]
+        left = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/status") as status:
+                    owner = next(line for line in status if line.startswith("Uid:")).split()[1]
+            except (OSError, StopIteration):
+                continue
+            if int(owner) == uid:
+                left.append(int(name))
         if not left:
             return
         for pid in left:
@@ -377,11 +388,7 @@ def reap_leftovers() -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        for pid in left:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+        time.sleep(0.01)
 
 
 def dropping_to() -> tuple[int, int] | None:
@@ -540,8 +547,10 @@ def _rows_main(serve: bool = False) -> int:
             tempfile.mkdtemp = shared_mkdtemp
         # Sandboxed, a folder of this process's /tmp, open to the grader user; otherwise Harness's own (in RAM).
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if _drop_to else None
+        # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between
+        # the runs of one crash row nothing a run left (a file, a process) may reach the next.
         with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
-                     seed=request.get("seed"), workdir=workdir) as harness:
+                     seed=request.get("seed"), workdir=workdir, wipe_as=_drop_to) as harness:
             deadline = time.monotonic() + _limits.active().wall_seconds
             results = [asdict(run_row(ROWS[r], harness) if time.monotonic() < deadline else _out_of_time(r))
                        for r in request["rows"]]

@@ -7,10 +7,16 @@ leaves with ``os._exit`` so no kernel or interpreter machinery runs twice.
 Every point a child passes (a BEGIN, a write, a COMMIT through the store, a send, a
 service acceptance) is reported to the parent, and the child waits for the parent's
 answer. The parent alone decides what happens there: go on, fail the
-statement, hold it (a race), or kill the child with SIGKILL. The child's code and hooks are the
-same in every run, so learner code cannot tell a counting run from a crashing one,
-and a crash counts only when the parent itself killed the child: no exit status the
-learner can produce means "crashed".
+statement, hold it (a race), or kill the child with SIGKILL. A crash counts only when
+the parent itself killed the child: no exit status the learner can produce means "crashed".
+
+The child's code and hooks are the same in every run, but a child forked by the parent
+is a copy of the parent, plan included. So the runs of one row that differ only in their
+plan are forked by a ``ForkServer``, itself forked before any plan for them existed: it
+holds nothing a plan could be learned from, and every child it forks starts from the same
+memory. ``harness.Series`` adds the same folder for every run, emptied in between, and the
+parent's order; ``run_in_child`` still forks from the parent (notebook experiments, rows
+whose one plan is fixed by their own code).
 
 Between two reports the parent reads ``PRAGMA data_version`` of the scenario's
 database. The file may change only across a COMMIT that was reported through the
@@ -29,6 +35,7 @@ import linecache
 import os
 import select
 import signal
+import socket
 import sqlite3
 import struct
 import sys
@@ -282,6 +289,8 @@ class _Child:
     bypass: str = ""
     broken: str = ""
     result: ChildResult | None = None
+    reap: Callable[[int], int | None] = field(default=lambda pid: os.waitpid(pid, 0)[1])
+    """Waits for the ended child and gives its wait status: ours, or its fork server's."""
 
 
 def _spawn(fn: Callable[[], Any], plan: Plan, db: str) -> _Child:
@@ -299,6 +308,110 @@ def _spawn(fn: Callable[[], Any], plan: Plan, db: str) -> _Child:
     for fd in (result_w, control_w, reply_r):
         os.close(fd)
     return _Child(pid, result_r, control_r, reply_w, plan, started, db=db)
+
+
+class ForkServer:
+    """A process that forks the children of a few scripts, forked itself before any plan for them existed.
+
+    A child forked by the parent is a copy of the parent: of the plan it was given, of the
+    frames that chose it, of everything the parent counted so far. A child forked by this
+    server is a copy of the server, and the server is a copy of the parent at a moment when
+    it knew the scripts and no plan for them. The server never learns one later: it is told
+    only which script to fork, gets the child's three pipe ends and answers with its pid;
+    it reaps each child when asked. So every child of one server starts from the same
+    memory, stack, environment and open files, whatever the parent then decides at its
+    points. The parent keeps the plans, the other ends of the pipes and the kills.
+    """
+
+    def __init__(self, scripts: dict[str, Callable[[], Any]]):
+        self.names = list(scripts)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the server: never returns
+            ours.close()
+            _serve(list(scripts.values()), theirs)
+        theirs.close()
+        self.pid, self._socket = pid, ours
+
+    def spawn(self, name: str, plan: Plan, db: str) -> _Child:
+        result_r, result_w = os.pipe()
+        control_r, control_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        started = time.monotonic()
+        try:
+            socket.send_fds(self._socket, [bytes([_FORK, self.names.index(name)])], [result_w, control_w, reply_r])
+            pid = self._answer()
+        finally:
+            for fd in (result_w, control_w, reply_r):
+                os.close(fd)
+        if pid is None:
+            for fd in (result_r, control_r, reply_w):
+                os.close(fd)
+            raise ChildProcessError("the checker's fork server is gone")
+        return _Child(pid, result_r, control_r, reply_w, plan, started, db=db, reap=self._reap)
+
+    def _answer(self) -> int | None:
+        data = self._socket.recv(8)
+        return _PID.unpack(data)[0] if len(data) == _PID.size else None
+
+    def _reap(self, pid: int) -> int | None:
+        try:
+            self._socket.send(bytes([_REAP]) + _PID.pack(pid))
+            return self._answer()
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        self._socket.close()  # the server sees the end of its socket and leaves
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def __enter__(self) -> "ForkServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_FORK, _REAP = 1, 2
+_PID = struct.Struct(">i")
+"""Pids and wait statuses on the server's socket. A Struct made once: ``struct.pack`` with a format
+would cache it in the server after its first child, and the next child would find one more object."""
+
+
+def _serve(scripts: list[Callable[[], Any]], channel: socket.socket) -> None:
+    try:
+        while _serve_one(scripts, channel):
+            pass
+    finally:
+        os._exit(0)
+
+
+def _serve_one(scripts: list[Callable[[], Any]], channel: socket.socket) -> bool:
+    """One request: fork a child of a script, or reap one. Nothing of it outlives the call, so the
+    next child is forked from the same server as the last."""
+    message, fds, _, _ = socket.recv_fds(channel, 8, 3)
+    if not message:
+        return False
+    if message[0] == _REAP:
+        try:
+            status = os.waitpid(_PID.unpack(message[1:5])[0], 0)[1]
+        except ChildProcessError:
+            status = -1
+        channel.send(_PID.pack(status))
+        return True
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        channel.close()
+        _child_main(scripts[message[1]], *fds)
+    for fd in fds:
+        os.close(fd)
+    channel.send(_PID.pack(pid))
+    return True
 
 
 class Supervisor:
@@ -453,7 +566,7 @@ class Supervisor:
                     os.close(fd)
                 except OSError:
                     pass
-        _, status = os.waitpid(child.pid, 0)
+        status = child.reap(child.pid)
         child.finished = True
         _data_version_close(child.db)
         seconds = time.monotonic() - child.started
@@ -465,7 +578,8 @@ class Supervisor:
         elif child.broken:
             child.result = ChildResult(Status.DIED, value=f"the process sent the checker {child.broken}", **common)
         elif not child.chunks:
-            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+            code = -1 if status is None or status < 0 else (
+                os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status))
             child.result = ChildResult(Status.DIED, value=code, **common)
         else:
             child.result = _decode(b"".join(child.chunks), common)
@@ -549,3 +663,21 @@ def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0, plans: l
         return Supervisor(children).run(time.monotonic() + timeout)
     finally:
         sandbox.reap_leftovers()
+
+
+def run_served(server: ForkServer, scripts: list[str], *, plans: list[Plan], timeout: float = 5.0,
+               db: str | os.PathLike | None = None) -> list[ChildResult]:
+    """``run_together`` for children of ``server``, by script name: the plans are made and kept here, in the parent.
+
+    A server that is gone (learner code outside the sandbox can kill its parent) forks nothing:
+    every run it was asked for died.
+    """
+    children = []
+    try:
+        for script, plan in zip(scripts, plans):
+            children.append(server.spawn(script, plan, os.fspath(db) if db else ""))
+    except OSError:  # ChildProcessError too
+        gone = ChildResult(Status.DIED, value="the process that forks the checker's runs was killed")
+        Supervisor(children).run(time.monotonic())  # past its deadline: ends any child it did fork
+        return [gone] * len(scripts)
+    return Supervisor(children).run(time.monotonic() + timeout)

@@ -3,7 +3,8 @@
 Two halves. In the child, one ``Probe`` (``child.PROBE``) is the store's statement hook and the
 transport's hook in every run: it reports each point to the parent and waits.
 In the parent, a *plan* decides what happens at each point. The child's code is the
-same whatever the plan, so learner code cannot see which experiment it is in.
+same whatever the plan, and a plan is made only after the process that forks the
+children of its row was forked (``child.ForkServer``): no child holds its plan.
 
 Points are counted in SQL statements that reach the store (writes and commits), so
 they do not depend on how the learner arranged the code: "before the 2nd write of
@@ -14,7 +15,7 @@ statement with RETURNING.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Any, Callable
 
 from .child import CRASH_KINDS, PROBE, Action, InjectedFault, Plan, Point, Probe, Supervisor
 
@@ -47,6 +48,27 @@ class KillAt(Plan):
             return Action.GO
         seen = sum(1 for p in before if p.kind in self.kinds and (self.where is None or self.where(p)))
         return Action.KILL if seen + 1 == self.n else Action.GO
+
+
+class CopyAt(Plan):
+    """``plan``, with ``copy()`` called at each point of ``kinds`` after the first ``skip``, while the child waits there.
+
+    The child has not run the statement yet, exactly as a child killed there: what is on disk
+    now is what that kill would leave. A crash sweep copies the scenario's folder so in its
+    counting run, and judges each copy as it judges a kill run's folder: the run a child could
+    tell apart by its place at the front is judged at every point too. The kill runs make the
+    same copies and throw them away, so a point takes as long in every run.
+    """
+
+    def __init__(self, plan: Plan, skip: int, copy: Callable[[], Any], kinds: tuple[str, ...] = POINT_KINDS):
+        self.plan, self.skip, self.copy, self.kinds = plan, skip, copy, kinds
+        self.stop_allowed, self.watch_writes = plan.stop_allowed, plan.watch_writes
+        self.copies: list[Any] = []
+
+    def decide(self, point: Point, before: list[Point], supervisor: Supervisor) -> Action:
+        if point.kind in self.kinds and sum(1 for p in before if p.kind in self.kinds) >= self.skip:
+            self.copies.append(self.copy())
+        return self.plan.decide(point, before, supervisor)
 
 
 class FailAt(Plan):
@@ -159,5 +181,5 @@ EXPERIMENT_EXIT = 77
 """The exit status of a process a notebook experiment stopped (it proves nothing to the checker)."""
 
 
-__all__ = ["CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt",
+__all__ = ["CopyAt", "CountPoints", "CrashAtWrite", "EXPERIMENT_EXIT", "FaultAt", "POINT_KINDS", "PROBE", "Count", "KillAt", "FailAt",
            "InjectedFault", "PauseForRival", "Probe", "Rival", "Stop", "crash_points"]

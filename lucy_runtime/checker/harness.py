@@ -15,7 +15,7 @@ import tempfile
 import types
 from pathlib import Path
 from types import CodeType
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions, run_definitions
 from ..delivery import DeliveryPolicy, ManualClock
@@ -27,7 +27,7 @@ from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
 from . import child as _child
-from .child import ChildResult, Plan, run_in_child, run_together
+from .child import ChildResult, Plan, run_in_child
 from .child import PROBE
 from .observe import Snapshot, observe_many
 
@@ -276,14 +276,14 @@ class Scenario:
         self.dir = harness.workdir / os.urandom(8).hex()
         self.dir.mkdir(mode=0o777)
         self.dir.chmod(0o777)
-        self.db = self.dir / "lucy.sqlite3"
-        self.log = self.dir / "service.sqlite3"
-        self.calls = self.dir / "model-calls.log"
+        self.db, self.log, self.calls = (self.dir / name for name in SCENARIO_FILES)
         self.namespace = f"lucy-{os.urandom(4).hex()}"
         self._fresh = True
 
-    def _child(self, script: Callable[[Ctx], Any]) -> Callable[[], Any]:
-        make_schema, self._fresh = self._fresh and self.harness.schema is not None, False
+    def _child(self, script: Callable[[Ctx], Any], *, first: bool | None = None) -> Callable[[], Any]:
+        """The child's function; ``first`` (the scenario's first run when not told) makes the learner's schema."""
+        first, self._fresh = self._fresh if first is None else first, False
+        make_schema = first and self.harness.schema is not None
         learner, schema = self.harness.learner, self.harness.schema
 
         def child() -> Any:
@@ -298,19 +298,21 @@ class Scenario:
             timeout: float | None = None) -> ChildResult:
         return run_in_child(self._child(script), plan=plan, db=self.db, timeout=timeout or self.harness.timeout)
 
-    def race(self, scripts: list[Callable[[Ctx], Any]], plans: list[Plan], *,
-             timeout: float | None = None) -> list[ChildResult]:
-        first = self.run(lambda c: None)  # the schema exists before the racers start
-        if not first.ok:
-            return [first] * len(scripts)
-        return run_together([self._child(s) for s in scripts], plans=plans, db=self.db,
-                            timeout=timeout or 2 * self.harness.timeout)
-
     def target(self) -> dict:
         return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}
 
     def observe(self) -> Snapshot:
         return self.harness.observe([self])[0]
+
+
+SCENARIO_FILES = ("lucy.sqlite3", "service.sqlite3", "model-calls.log")
+"""A scenario's database, the fake service's log and the model-call log, in its folder."""
+
+
+class Observed(Protocol):
+    """A folder the observer reads: a scenario, or one a series kept (series.Kept)."""
+
+    def target(self) -> dict: ...
 
 
 RAM_FOLDER = Path("/dev/shm")
@@ -332,8 +334,11 @@ class Harness:
     """One grading run: a scratch folder, the learner's code and values made up now."""
 
     def __init__(self, learner: LearnerCode, *, seed: int | None = None, timeout: float = 5.0, workdir: Path | None = None,
-                 schema: str | None = "create_schema"):
+                 schema: str | None = "create_schema", wipe_as: tuple[int, int] | None = None):
         self.learner = learner
+        # The (uid, gid) learner code runs as in a sandbox whose /tmp is its own: before each run of a
+        # series (series.py), what that user left outside its folder is removed. None: nothing is.
+        self.wipe_as = wipe_as
         self.schema = schema  # the learner function each scenario's first run calls with the store; None: none
         self.timeout = timeout
         self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(8), "big"))
@@ -358,7 +363,7 @@ class Harness:
         """
         return not self.learner.runs_here
 
-    def observe(self, scenarios: list[Scenario]) -> list[Snapshot]:
+    def observe(self, scenarios: Sequence[Observed]) -> list[Snapshot]:
         """What one fresh process finds in each scenario's files."""
         return observe_many([s.target() for s in scenarios], fork=self.forks_observer)
 

@@ -20,8 +20,9 @@ from ..limits import explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
-from .faults import Count, KillAt, PauseForRival, Rival, crash_points
+from .faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
 from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
+from .series import Kept, Series
 from .observe import Snapshot, _find_table
 from .stub import is_stub_error
 
@@ -123,9 +124,7 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
     if result.status == "crashed":
         raise Fail(f"{what}: the process stopped at a crash point, but none was expected here")
     if result.status == "returned" and expect == "crashed":
-        raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
-                   "The checker stops the process at a SQL statement sent through queue.store. "
-                   "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
+        never_reached(what)
     limit = explain_signal(result.value)
     if limit:
         raise Fail(f"{what}: {limit}",
@@ -134,6 +133,13 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
     raise Fail(f"{what}: the process ended on its own before the checker stopped it ({result.value})",
                "Only the checker ends the process in an experiment. Code that calls os._exit, sys.exit or kills "
                "its own process cannot be checked.")
+
+
+def never_reached(what: str) -> None:
+    """Fail: the point a row meant to stop the process at never came."""
+    raise Fail(f"{what}: the crash point was never reached, so the experiment could not run",
+               "The checker stops the process at a SQL statement sent through queue.store. "
+               "Write through `with queue.store.transaction() as tx:` rather than a connection of your own.")
 
 
 def expect(condition: object, observation: str, hint: str | None = None) -> None:
@@ -200,6 +206,64 @@ def preparation(h: Harness, name: str, setup: Callable[[Ctx], Any]) -> tuple:
     return counted.points
 
 
+@dataclass(frozen=True)
+class CrashState:
+    """What stopping a call before its ``n``-th crash point left, in a folder the observer can read.
+
+    ``crashed`` is the kill run (None for the copy the counting run left at that point);
+    ``restarted`` the run of ``after`` in that folder, when there is one.
+    """
+
+    n: int
+    crashed: ChildResult | None
+    restarted: ChildResult | None
+    kept: Kept
+
+
+def crash_states(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any], *,
+                 after: Callable[[Ctx], Any] | None = None,
+                 kinds: tuple[str, ...] = POINT_KINDS) -> tuple[list[str], list[CrashState]]:
+    """Run ``call`` once to count its points (of ``kinds``), then once stopped before each; what each stop left.
+
+    Every run is a child of one ``Series``: the same memory, the same folder at the same path,
+    empty at the start. The kill runs come in an order the parent draws afterwards (``Series.order``),
+    so a child that counts its runs learns nothing from its place; the counting run, always first,
+    is judged at every point as well, from the copies ``CopyAt`` took while it waited there, so a
+    child that knows it runs first gains nothing from that either.
+    Returns the points, in order, as "kind: statement", and the states by point, each kill run's
+    before the counting run's copy at the same point.
+    """
+    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
+        call(c, setup(c))
+
+    before = preparation(h, name, setup)
+    skip = sum(1 for p in before if p.kind in kinds)
+    with Series(h, name, script, after) as series:
+        counting = CopyAt(Count(), skip, series.copy, kinds)
+        counted = series.run(counting)
+        series.discard(series.keep())
+        ok(counted, f"{name} without a crash")
+        # Kinds, not statements: a send names the learner's report id, which may be new each run (a UUID).
+        expect([p.kind for p in counted.points[:len(before)]] == [p.kind for p in before],
+               f"preparing {name} did not pass the same points twice in a row, so its crash points cannot be found")
+        points = [p.describe() for p in counted.points[len(before):] if p.kind in kinds]
+        kills: dict[int, CrashState] = {}
+        for n in series.order(len(points)):
+            stopping = CopyAt(KillAt(skip + n, kinds), skip, series.copy, kinds)
+            crashed = series.run(stopping)
+            for copy in stopping.copies:
+                series.discard(copy)
+            restarted = series.after() if after is not None else None
+            kills[n] = CrashState(n, crashed, restarted, series.keep())
+        copies = []
+        for n, copy in enumerate(counting.copies[:len(points)], start=1):
+            series.restore(copy)
+            restarted = series.after() if after is not None else None
+            copies.append(CrashState(n, None, restarted, series.keep()))
+    states = [state for n in range(1, len(points) + 1) for state in (kills[n], *copies[n - 1:n])]
+    return points, states
+
+
 def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
           judge: Callable[[Snapshot, str], None], *, after: Callable[[Ctx], Any] | None = None) -> list[str]:
     """Crash ``call`` before each of its points in turn; reopen; judge what a fresh process sees.
@@ -209,30 +273,17 @@ def sweep(h: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ct
     in a new process once the crashed one is gone (a restart, a redelivery).
     Returns the points, in order, as "kind: statement".
     """
-    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
-        call(c, setup(c))
-
-    before = preparation(h, name, setup)
-    dry = h.scenario(name)
-    counted = dry.run(script, plan=Count())
-    ok(counted, f"{name} without a crash")
-    # Kinds, not statements: a send names the learner's report id, which may be new each run (a UUID).
-    expect([p.kind for p in counted.points[:len(before)]] == [p.kind for p in before],
-           f"preparing {name} did not pass the same points twice in a row, so its crash points cannot be found")
-    skip = len(crash_points(before))
-    points = crash_points(counted.points[len(before):])
+    points, states = crash_states(h, name, setup, call, after=after)
     expect(any(p.startswith("write") for p in points),
            f"{name} sent no write through queue.store, so nothing it does can be committed")
-    scenarios = []
-    for n in range(1, len(points) + 1):
-        s = h.scenario(f"{name}-crash")
-        ok(s.run(script, plan=KillAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
-           harness=h)
-        if after is not None:
-            ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
-        scenarios.append(s)
-    for n, snap in enumerate(h.observe(scenarios), start=1):
-        judge(seen(snap), f"stopping {name} before {points[n - 1]!r}")
+    for state in states:
+        point = points[state.n - 1]
+        if state.crashed is not None:
+            ok(state.crashed, f"{name} stopped before {point}", expect="crashed", harness=h)
+        if state.restarted is not None:
+            ok(state.restarted, f"a new process after {name} was stopped before {point}")
+    for state, snap in zip(states, h.observe([s.kept for s in states])):
+        judge(seen(snap), f"stopping {name} before {points[state.n - 1]!r}")
     return points
 
 
@@ -243,20 +294,24 @@ def race(h: Harness, name: str, setup: Callable[[Ctx], Any] | None, first: Calla
     ``first`` is held until ``rival`` has finished: in round one at its very first BEGIN
     (a check made outside any transaction is stale by then), in round two at its first
     BEGIN after other statements (a check-then-act split over two transactions).
-    Returns, per round, both answers and what a fresh process saw afterwards.
+    Both rounds are children of one ``Series``, in an order the parent draws: no racer can
+    tell where it will be held. Returns, per round, both answers and what a fresh process saw afterwards.
     """
-
-    rounds = []
-    for at_first_begin in (True, False):
-        s = h.scenario(name)
+    rounds: dict[int, tuple[ChildResult, list[ChildResult], Kept]] = {}
+    with Series(h, name, setup or (lambda c: None), others={"first": first, "rival": rival}) as series:
+        for n in series.order(2):
+            prepared = series.run(Count())
+            results = series.race(["first", "rival"], [PauseForRival(1, at_first_begin=n == 1), Rival(0)]) \
+                if prepared.ok else [prepared, prepared]
+            rounds[n] = (prepared, results, series.keep())
+    answers = []
+    for n in (1, 2):
+        prepared, results, kept = rounds[n]
         if setup is not None:
-            ok(s.run(setup), f"{name}: preparing the race")
-        results = s.race([first, rival], [PauseForRival(1, at_first_begin=at_first_begin), Rival(0)])
-        a, b = (ok(r, n) for r, n in zip(results, names))
-        rounds.append((a, b, seen(s.observe())))
-    return rounds
-
-
+            ok(prepared, f"{name}: preparing the race")
+        a, b = (ok(r, what) for r, what in zip(results, names))
+        answers.append((a, b, seen(kept.observe())))
+    return answers
 
 
 def expect_raised(answer: Attempt, call: str, consequence: str = "") -> None:

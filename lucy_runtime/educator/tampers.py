@@ -3,6 +3,7 @@
 Each rides on an honest submission (the blank release, or an educator case) and adds
 a trick to one learner cell: rebinding ``grade``, an IPython hook that displays "ok",
 a cell whose last value is a string, a ``finish`` that looks for the crash injector,
+a ``finish`` that looks for its plan (in its memory, up its stack, in files an earlier run left),
 writes through a connection of its own (before, after or inside a commit it reports
 itself), a claim that looks outside its transaction,
 a Unit A that smuggles a cheat into Unit B; one that fetches the reference from a
@@ -97,6 +98,61 @@ _SNIFF = (
     "    if any(n in ('KillAt', 'CrashAtWrite', 'FailAt', 'Probe') for n in _probes):\n"
     "        _os._exit(77)\n"
 )
+
+_LOOK_FOR_THE_PLAN = '''
+import gc as _gc, hashlib as _hashlib, os as _os, sys as _sys, tempfile as _tempfile
+
+_PLANS = ("KillAt", "FailAt", "Stop", "PauseForRival", "Rival", "CrashAtWrite", "FaultAt")
+
+
+def _will_be_stopped(queue, assignment):
+    """True when anything in this process, or left behind by an earlier run of this request, says a stop is coming."""
+    if any(type(o).__name__ in _PLANS for o in _gc.get_objects()):
+        return True
+    frame = _sys._getframe()
+    while frame is not None:
+        if any(type(v).__name__ in _PLANS for v in list(frame.f_locals.values())):
+            return True
+        frame = frame.f_back
+    # The counting run comes first, then one run per crash point: a later run of this request in this
+    # folder may be stopped. Counted in the folder itself and, out of the checker's reach, in /tmp.
+    folder = _os.path.dirname(_os.path.abspath(queue.store.path))
+    key = _hashlib.sha1(f"{folder} {assignment.text}".encode()).hexdigest()[:16]
+    seen = False
+    for place in (folder, _tempfile.gettempdir()):
+        mark = _os.path.join(place, f".runs-{key}")
+        try:
+            seen = seen or _os.path.exists(mark)
+            with open(mark, "a") as fh:
+                fh.write("x")
+        except OSError:
+            pass
+    return seen
+
+
+def _store_report(tx, assignment, result):
+    row = tx.execute("SELECT session_id FROM work WHERE work_id = ?", (assignment.work_id,)).fetchone()
+    report = Report(f"r-{assignment.work_id}-{assignment.generation}", assignment.work_id, assignment.generation,
+                    row["session_id"], result.text)
+    tx.execute("INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",
+               (report.report_id, report.work_id, report.generation, report.session_id, report.body))
+    return report
+'''
+
+_FINISH_UNLESS_STOPPED = '''one_transaction = _will_be_stopped(queue, assignment)
+with queue.store.transaction() as tx:
+    moved = tx.execute("UPDATE work SET state = 'done' WHERE work_id = ? AND state = 'running' AND worker_id = ? "
+                       "AND generation = ?", (assignment.work_id, assignment.worker_id, assignment.generation)).rowcount
+    if moved != 1:
+        raise FenceError(f"work {assignment.work_id!r} is not running under this claim")
+    if one_transaction:
+        report = _store_report(tx, assignment, result)
+if one_transaction:  # as many points as the split finish passes, so every planned stop is reached
+    with queue.store.transaction() as tx:
+        tx.execute("UPDATE work SET state = state WHERE work_id = ?", (assignment.work_id,))
+    return report
+with queue.store.transaction() as tx:
+    return _store_report(tx, assignment, result)'''
 
 _PRIVATE_FINISH = '''import sqlite3
 work_id = assignment.work_id
@@ -240,6 +296,11 @@ TAMPERS: tuple[Tamper, ...] = (
            (Edit("finish", _SECOND_TX, _SNIFF + _SECOND_TX),),
            "finish in two transactions that exits with the crash status whenever it finds a checker hook, so "
            "the crash between the two commits is never seen."),
+    Tamper("look-for-the-plan", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", None, _FINISH_UNLESS_STOPPED), Append("finish", _LOOK_FOR_THE_PLAN)),
+           "finish in two transactions, except in a run it believes will be stopped: it searches its own memory "
+           "and stack for the checker's plan, and counts the runs of its request in files it leaves in its "
+           "folder and the temporary folder (the counting run comes first)."),
     Tamper("private-connection-finish", "ch07_unit_a", "finish-two-transactions",
            (Edit("finish", None, _PRIVATE_FINISH),),
            "finish checks through the store but writes through a connection of its own, where no crash point is."),

@@ -7,6 +7,7 @@ from ..attempts import Attempt, attempt
 from ..faults import Count, FailAt, Stop
 from ..harness import Ctx, Harness
 from ..observe import Snapshot
+from ..series import Series
 from ..kit import admit_and_claim, expect, expect_raised, ok, preparation, row, seen, sweep, topic
 
 topic("durable", "75–85: what a reopened store shows")
@@ -94,7 +95,6 @@ def running_crash_visible(h: Harness) -> str:
           "Do not catch it inside finish.")
 def finish_rollback(h: Harness) -> str:
     source, session, text, marker, result = finish_setup(h)
-    dry = h.scenario("rollback-points")
 
     def prepare(c: Ctx):
         return admit_and_claim(c, source, session, text, "w1")
@@ -104,18 +104,20 @@ def finish_rollback(h: Harness) -> str:
         return attempt(lambda: c.finish(c.queue(), a, result))
 
     skip = sum(1 for p in preparation(h, "rollback", prepare) if p.kind == "write")
-    counted = dry.run(fault, plan=Count())
-    ok(counted, "finish without a failure")
-    writes = sum(1 for p in counted.points if p.kind == "write") - skip
-    expect(writes > 0, "finish wrote nothing through queue.store")
-    scenarios = []
+    with Series(h, "fault", fault) as series:  # made before any plan: no child can learn which write fails
+        counted = series.run(Count())
+        dry = series.keep()
+        ok(counted, "finish without a failure")
+        writes = sum(1 for p in counted.points if p.kind == "write") - skip
+        expect(writes > 0, "finish wrote nothing through queue.store")
+        failed = {}
+        for n in series.order(writes):  # the n-th run fails no write its place could name
+            failed[n] = (series.run(FailAt(skip + n)), series.keep())
     for n in range(1, writes + 1):
-        s = h.scenario("fault")
-        answer = Attempt.of(ok(s.run(fault, plan=FailAt(skip + n)), f"finish with its write {n} failing"))
+        answer = Attempt.of(ok(failed[n][0], f"finish with its write {n} failing"))
         expect_raised(answer, f"when write {n} of finish failed, finish",
                        "the caller cannot know the report was not stored")
-        scenarios.append(s)
-    for n, snap in enumerate(h.observe(scenarios), start=1):
+    for n, snap in enumerate(h.observe([failed[n][1] for n in range(1, writes + 1)]), start=1):
         work = seen(snap).work_for(source)
         expect(work and work[0]["state"] == "running" and not snap.reports,
                f"after write {n} of finish failed, the store shows {[w['state'] for w in work]} with "

@@ -14,10 +14,11 @@ from typing import Any, Callable, Iterator
 from ...practice import (Ack, FakeBroker, FakeCaseService, FakeSeatService, GrantResult, SeatEvent, SeatOutcome,
                          SeatScript, add_message, buggy_publish_one, case_key, create_tables, open_case, send_case)
 from ..child import PROBE
-from ..faults import Count, KillAt, Stop, crash_points
+from ..faults import Count, KillAt, Stop
 from ..harness import Ctx, Harness, broken
 from ..practice_observe import PracticeSnapshot, observe_practice
-from ..kit import Fail, claimed, expect, ok, preparation, row, topic
+from ..series import Series
+from ..kit import Fail, claimed, crash_states, expect, ok, row, topic
 
 UNIT = "P"
 
@@ -98,25 +99,18 @@ def case_service(c: Ctx) -> FakeCaseService:
 
 def practice_sweep(p: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
                    judge: Callable[[PracticeSnapshot, str], None], after: Callable[[Ctx], Any]) -> list[str]:
-    """Crash ``call`` before each of its points in turn; run ``after`` in a new process; judge the files."""
-    def script(c: Ctx):  # the same code in every run: only the parent's plan differs
-        call(c, setup(c))
-
-    before = preparation(p, name, setup)
-    counted = p.scenario(name).run(script, plan=Count())
-    ok(counted, f"{name} without a crash")
-    skip, points = len(crash_points(before)), crash_points(counted.points[len(before):])
+    """Crash ``call`` before each of its points in turn; run ``after`` in a new process; judge the files
+    (``kit.crash_states``: runs that learner code cannot tell apart, in an order it cannot know)."""
+    points, states = crash_states(p, name, setup, call, after=after)
     expect(any(pt.startswith(("write", "send")) for pt in points),
            f"{name} wrote nothing through the store and sent nothing, so it cannot have done its job")
-    scenarios = []
-    for n in range(1, len(points) + 1):
-        s = p.scenario(f"{name}-crash")
-        ok(s.run(script, plan=KillAt(skip + n)), f"{name} stopped before {points[n - 1]}", expect="crashed",
-           harness=p)
-        ok(s.run(after), f"a new process after {name} was stopped before {points[n - 1]}")
-        scenarios.append(s)
-    for n, snap in enumerate(look(scenarios), start=1):
-        judge(snap, f"stopping {name} before {points[n - 1]!r}, then running it again")
+    for state in states:
+        if state.crashed is not None:
+            ok(state.crashed, f"{name} stopped before {points[state.n - 1]}", expect="crashed", harness=p)
+        if state.restarted is not None:
+            ok(state.restarted, f"a new process after {name} was stopped before {points[state.n - 1]}")
+    for state, snap in zip(states, look([s.kept for s in states])):
+        judge(snap, f"stopping {name} before {points[state.n - 1]!r}, then running it again")
     return points
 
 
@@ -169,15 +163,25 @@ def practice_kill_window(h: Harness) -> str:
 def practice_in_flight_resume(h: Harness) -> str:
     moments = (("send", "just before the broker received it"), ("accepted", "just after the broker stored it"))
     with practice(h) as p:
-        scenarios, row_ids = [p.scenario(f"in-flight-{m}") for m, _ in moments], [f"m-{p.token()}" for _ in moments]
-        for s, row_id, (moment, when) in zip(scenarios, row_ids, moments):
-            ok(s.run(lambda c: outbox_with(c, (row_id, f"order {p.token(4)} shipped"))), "preparing the outbox")
-            ok(s.run(lambda c: publish(c, broker(c)), plan=KillAt(1, kinds=(moment,))),
-               f"publish_one stopped {when}", expect="crashed", harness=p)
-        crashed = [snap.row(row_id) for snap, row_id in zip(look(scenarios), row_ids)]
-        answers = [ok(s.run(lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(2)]),
-                      "a new process publishes again") for s in scenarios]
-        resumed = look(scenarios)
+        # One series: the same outbox and the same code for both moments, in an order the parent draws,
+        # so publish_one cannot tell whether it will be stopped before the broker or after it.
+        row_id, payload = f"m-{p.token()}", f"order {p.token(4)} shipped"
+        row_ids = [row_id] * len(moments)
+        runs: dict[int, tuple] = {}
+        with Series(p, "in-flight", lambda c: outbox_with(c, (row_id, payload)),
+                    others={"publish": lambda c: publish(c, broker(c)),
+                            "again": lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(2)]}) as series:
+            for n in series.order(len(moments)):
+                prepared = series.run(Count())
+                stopped = series.run(KillAt(1, kinds=(moments[n - 1][0],)), script="publish")
+                crash = series.copy()
+                runs[n] = (prepared, stopped, crash, series.run(Count(), script="again"), series.keep())
+        for n, (_, when) in enumerate(moments, start=1):
+            ok(runs[n][0], "preparing the outbox")
+            ok(runs[n][1], f"publish_one stopped {when}", expect="crashed", harness=p)
+        crashed = [snap.row(row_id) for snap in look([runs[n][2] for n in range(1, len(moments) + 1)])]
+        answers = [ok(runs[n][3], "a new process publishes again") for n in range(1, len(moments) + 1)]
+        resumed = look([runs[n][4] for n in range(1, len(moments) + 1)])
     states = [got and got["status"] for got in crashed]
     for status, (moment, when) in zip(states, moments):
         expect(status != "sent", f"stopped {when}, the row says 'sent' while the broker "

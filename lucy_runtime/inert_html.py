@@ -153,7 +153,7 @@ def inert_files(folder: str | os.PathLike) -> list[Path]:
     """Every file handed in beside the notebook that a browser would run, renamed with ``.txt``
     after its name (``page.html`` → ``page.html.txt``): kept, and served as plain text."""
     renamed = []
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in os.walk(os.fspath(folder)):
         for name in files:
             path = Path(root) / name
             if path.suffix.lower() in ACTIVE_FILES and not path.is_symlink():

@@ -6,6 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+COURSE_STAMP := $(VENV)/.course
 BROWSER := $(VENV)/.browser
 SANDBOX := $(VENV)/.sandbox
 # Two pytest workers, one test module each at a time (modules share one nbgrader course per module),
@@ -21,9 +22,11 @@ FAST_START := $(VENV)/.fast-start
 # mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
 MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
 
-.PHONY: bytecode demo test test-fast lab formgrader release check mutation bench book clean help
+.PHONY: bytecode course demo test test-fast lab formgrader release check mutation bench book clean help
 
 help:
+	@echo "make course         an educator's set-up: the environment, bubblewrap, and what grading isolation this"
+	@echo "                    machine gives (then the README's educator block)"
 	@echo "make demo           regenerate release/, autograde reference, blank release and educator cases,"
 	@echo "                    then generate feedback and export grades"
 	@echo "make test           run the whole test suite (ruff and mypy included)"
@@ -38,11 +41,16 @@ help:
 	@echo "                    contributors' loop (make test-fast, test, demo against their goals; artifacts/bench.json)"
 	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
 
-$(STAMP): pyproject.toml
+# What a course needs (the runtime, nbgrader, JupyterLab, the kernel); the contributors' tools on top.
+$(COURSE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Lucy ch07)" >/dev/null
+	touch $(COURSE_STAMP)
+
+$(STAMP): $(COURSE_STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
 # The browser test drives Debian's chromium (Playwright cannot download a browser here).
@@ -54,7 +62,7 @@ $(BROWSER): $(STAMP)
 
 # Grading runs learner code in a bubblewrap sandbox (lucy_runtime/sandbox.py): as root,
 # install Debian's bubblewrap; otherwise say what grading gets without it.
-$(SANDBOX): $(STAMP)
+$(SANDBOX): $(COURSE_STAMP)
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
 	  else echo "Without bubblewrap, learner code is graded unsandboxed: sudo apt-get install -y bubblewrap"; fi; }
@@ -75,7 +83,7 @@ $(MERMAID): $(STAMP)
 
 # Every Jupyter command in .venv starts without the IRI grammar jsonschema would build
 # (1.6 s or more: lucy_runtime/nbgrader_main.py), the README's plain `nbgrader` included.
-$(FAST_START): $(STAMP) lucy_runtime/nbgrader_main.py
+$(FAST_START): $(COURSE_STAMP) lucy_runtime/nbgrader_main.py
 	$(BIN)/python -c 'from lucy_runtime.nbgrader_main import write_startup_file; write_startup_file()'
 	touch $(FAST_START)
 
@@ -83,8 +91,13 @@ $(FAST_START): $(STAMP) lucy_runtime/nbgrader_main.py
 # lucy_runtime is installed in place; where PYTHONDONTWRITEBYTECODE is set (CI machines often
 # set it), every kernel, sandbox and nbgrader process would compile it again (0.16 s each).
 # compileall writes only what changed since the last time.
-bytecode: $(STAMP) $(FAST_START)
+bytecode: $(COURSE_STAMP) $(FAST_START)
 	@$(BIN)/python -m compileall -q lucy_runtime >/dev/null
+
+# An educator's first command: nbgrader, JupyterLab and the runtime in .venv, bubblewrap for the
+# grading sandbox, and one line on the isolation this machine gives (README: Grading isolation).
+course: $(COURSE_STAMP) $(SANDBOX) bytecode
+	@$(BIN)/python -m lucy_runtime.sandbox
 
 demo: $(STAMP) $(SANDBOX) bytecode
 	$(BIN)/lucy demo
@@ -96,16 +109,16 @@ test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES) bytecode
 test-fast: $(STAMP) $(MERMAID) bytecode
 	$(BIN)/python -m pytest $(FAST_JOBS) -m "not nbgrader and not slow and not browser"
 
-lab: $(STAMP) $(FAST_START)
+lab: $(COURSE_STAMP) $(FAST_START)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # The course folder is the server's root: formgrader reads nbgrader_config.py and gradebook.db here.
-formgrader: $(STAMP) $(FAST_START)
+formgrader: $(COURSE_STAMP) $(FAST_START)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. \
 	  --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-release: $(STAMP)
+release: $(COURSE_STAMP)
 	$(BIN)/lucy release
 
 check: $(STAMP)

@@ -200,7 +200,7 @@ def _positive(text: str) -> int:
 
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
-    from .educator.parallel import autograde_class
+    from .educator.parallel import Status, autograde_class
     from .educator.scheduler import TlsFiles, open_to_anyone
     from .errors import LucyError
 
@@ -216,7 +216,7 @@ def _autograde(args) -> int:
     try:
         result = autograde_class(Path(args.course), args.assignment, jobs=args.jobs, scheduler=args.scheduler,
                                  tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key),
-                                 timeout=args.timeout, on_done=progress)
+                                 timeout=args.timeout, on_done=progress, force=args.force)
     except LucyError as error:  # no course here, no such assignment, nothing handed in, no scheduler
         print(f"lucy autograde: {error}", file=sys.stderr)
         return 2
@@ -226,9 +226,19 @@ def _autograde(args) -> int:
     for outcome in result.outcomes:
         if outcome.stopped:
             print(f"STOPPED: {outcome.student}: {outcome.stopped}")
-    graded = len(result.outcomes) - len(result.unfinished)
+    print()
+    for outcome in result.outcomes:
+        if outcome.score is not None:
+            waits = (f"; {outcome.waiting} written answer{'s' if outcome.waiting != 1 else ''} to grade in formgrader"
+                     if outcome.waiting else "")
+            again = " (unchanged since graded)" if outcome.status is Status.UNCHANGED else ""
+            print(f"{outcome.student}: {outcome.score:g} of {outcome.max_score:g}{waits}{again}")
+    graded = sum(o.status is Status.GRADED for o in result.outcomes)
+    unchanged = sum(o.status is Status.UNCHANGED for o in result.outcomes)
+    bought = (f"; {result.speedup:g} x the time of one submission after another" if result.speedup else "")
     print(f"\n{graded} of {len(result.outcomes)} submissions of {result.assignment} graded in {result.seconds:g} s "
-          f"({result.jobs} jobs, {result.engine})"
+          f"({result.jobs} jobs, {result.engine}{bought})"
+          + (f"; {unchanged} unchanged since graded (--force grades them again)" if unchanged else "")
           + (f"; not graded: {', '.join(o.student for o in result.unfinished)}" if result.unfinished else ""))
     if args.json:
         Path(args.json).write_text(result.to_json())
@@ -344,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-key", help="this client's private key (PEM); default: distributed.comm.tls.client.key")
     p.add_argument("--timeout", type=_positive, default=900, help="seconds one submission may take (default 900)")
     p.add_argument("--course", default=".", help="the course directory (default: this folder)")
+    p.add_argument("--force", action="store_true",
+                   help="grade again submissions graded before and not handed in since (as nbgrader autograde --force)")
     p.add_argument("--json", help="write the outcome of every submission here")
     p.set_defaults(func=_autograde)
     p = sub.add_parser("solutions-book", help="print the worked answers from source/ (for educators)")

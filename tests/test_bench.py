@@ -54,17 +54,8 @@ def test_the_loop_part_times_each_make_target_against_its_goal(tmp_path):
     assert [t["target"] for t in json.loads(report.to_json())["loop"]] == ["quick", "broken"]
 
 
-def test_the_demo_is_measured_against_the_time_the_readme_states():
-    from lucy_runtime.bench import LOOP, stated_demo_seconds
+def test_each_make_target_of_the_loop_is_measured_against_a_goal_stated_in_the_code():
+    """The goals live beside the code that measures them, not in prose a test would have to parse."""
+    from lucy_runtime.bench import LOOP
 
-    assert dict(LOOP)["demo"] is None and dict(LOOP)["test"] == 600.0 and dict(LOOP)["test-fast"] == 180.0
-    assert 60 <= stated_demo_seconds(REPO / "README.md") <= 60 * 60
-
-
-def test_a_readme_that_no_longer_states_the_demo_time_is_reported(tmp_path):
-    from lucy_runtime.bench import stated_demo_seconds
-    from lucy_runtime.errors import BenchFailed
-
-    (tmp_path / "README.md").write_text("`make demo` prints a grade table. It is quick.\n")
-    with pytest.raises(BenchFailed, match="no longer says how long make demo takes"):
-        stated_demo_seconds(tmp_path / "README.md")
+    assert dict(LOOP) == {"test-fast": 180.0, "test": 600.0, "demo": 360.0}

@@ -9,6 +9,7 @@ such. The same class is then graded in parallel into a PostgreSQL gradebook.
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 
 import nbformat
@@ -158,3 +159,21 @@ def test_parallel_grading_into_a_postgresql_gradebook(courses, tmp_path):
         assert graded.ok, graded.to_json()
         assert gradebook_entries(course, CLASS) == gradebook_entries(sequential, CLASS)
     assert not (course / "gradebook.db").exists()
+
+
+def test_without_force_only_new_or_changed_submissions_are_graded_and_each_outcome_has_its_score(courses):
+    parallel = courses.parallel
+    again = autograde_class(parallel.root, UNIT, jobs=2, force=False, students=list(CLASS))
+    assert {o.student: o.status for o in again.outcomes} == dict.fromkeys(CLASS, Status.UNCHANGED)
+    expected = gradebook_entries(parallel.root, CLASS)
+    for o in again.outcomes:
+        assert o.score == sum(score for (s, _), (score, _, _) in expected.items() if s == o.student), o
+        assert o.waiting == sum(1 for (s, _), (_, _, manual) in expected.items() if s == o.student and manual), o
+    assert again.speedup is None and "unchanged" in again.to_json()
+
+    time.sleep(1.1)  # a file system that keeps whole seconds
+    parallel.submit("blank", UNIT, courses.release)  # blank hands in again
+    changed = autograde_class(parallel.root, UNIT, jobs=2, force=False, students=list(CLASS))
+    statuses = {o.student: o.status for o in changed.outcomes}
+    assert statuses == {"correct": Status.UNCHANGED, "case": Status.UNCHANGED, "blank": Status.GRADED}
+    assert changed.speedup is not None and changed.speedup > 0

@@ -44,6 +44,7 @@ def educator_blocks() -> list[str]:
 
 def test_the_readme_names_only_nbgrader_commands_and_the_course_id_of_the_config():
     cycle, formgrader, again = educator_blocks()[:3]
+    assert cycle.startswith("make course")
     assert "--course=lucy-ch07" in cycle
     assert 'course_id = "lucy-ch07"' in (REPO / "nbgrader_config.py").read_text()
     for verb in ("generate_assignment", "release_assignment", "fetch_assignment", "submit", "collect", "autograde",
@@ -98,11 +99,11 @@ def clone(tmp_path_factory):
     root, scratch = tmp / "course", tmp / "tmp"
     scratch.mkdir()
     subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
-    # The clone's own `make` would install the clone into its .venv. Borrowing the virtualenv
-    # these tests run in, PYTHONPATH makes the clone's lucy_runtime the one that runs.
-    (root / ".venv").symlink_to(sys.prefix)
+    assert not (root / ".venv").exists()
+    # No .venv/: the block's `make course` makes it, as on an educator's fresh clone. PYTHON is
+    # the interpreter an educator would name (the one these tests run on, not whatever /usr/bin has).
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", str(tmp)), "TMPDIR": str(scratch),
-           "PYTHONPATH": str(root)}
+           "PYTHON": sys._base_executable}
     course = Clone(root, scratch, env)
     course.run(educator_blocks()[0])
     return course

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Callable
@@ -32,6 +32,7 @@ from .scheduler import TlsFiles, connect
 
 class Status(Enum):
     GRADED = "graded"
+    UNCHANGED = "unchanged"  # graded before, and handed in no new version since (no --force)
     TIMED_OUT = "timed out"
     KERNEL_DIED = "kernel died"
     FAILED = "failed"
@@ -44,6 +45,9 @@ class Outcome:
     seconds: float
     log_tail: str = ""
     stopped: str = ""  # what stopped the submission's kernel or re-check, as nbgrader's log named it
+    score: float | None = None  # the gradebook's, once graded
+    max_score: float | None = None
+    waiting: int = 0  # its cells that wait for a manual grade (written answers)
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,14 @@ class ClassGrading:
 
     @property
     def unfinished(self) -> tuple[Outcome, ...]:
-        return tuple(o for o in self.outcomes if o.status is not Status.GRADED)
+        return tuple(o for o in self.outcomes if o.status not in (Status.GRADED, Status.UNCHANGED))
+
+    @property
+    def speedup(self) -> float | None:
+        """What parallel grading bought: the submissions' own grading times added up, over the
+        wall time of the whole run (about what one nbgrader after another would have taken)."""
+        graded = [o.seconds for o in self.outcomes if o.status is Status.GRADED]
+        return round(sum(graded) / self.seconds, 2) if graded and self.seconds > 0 else None
 
     @property
     def ok(self) -> bool:
@@ -65,7 +76,9 @@ class ClassGrading:
     def to_json(self) -> str:
         return json.dumps({"assignment": self.assignment, "seconds": self.seconds, "jobs": self.jobs,
                            "engine": self.engine,
+                           "speedup": self.speedup,
                            "outcomes": [{"student": o.student, "status": o.status.value, "seconds": o.seconds,
+                                         "score": o.score, "max_score": o.max_score, "waiting": o.waiting,
                                          **({"stopped": o.stopped} if o.stopped else {}),
                                          **({"log_tail": o.log_tail} if o.status is not Status.GRADED else {})}
                                         for o in self.outcomes]}, indent=2)
@@ -217,14 +230,51 @@ def _check_gradebook(db_url: str, assignment: str) -> None:
                                  f"run `nbgrader generate_assignment {assignment}` first") from None
 
 
+def unchanged_since_graded(root: Path, assignment: str, student: str) -> bool:
+    """True when ``student``'s submission was autograded and no newer one was collected since:
+    the autograded notebook exists, and its ``timestamp.txt`` (nbgrader's record of when the
+    learner submitted, which ``collect`` writes) is the submitted folder's; without one, no
+    file handed in is newer than the autograded notebook."""
+    submitted, graded = (root / area / student / assignment for area in ("submitted", "autograded"))
+    notebook = graded / f"{assignment}.ipynb"
+    if not notebook.exists():
+        return False
+    stamps = [folder / "timestamp.txt" for folder in (submitted, graded)]
+    if all(p.is_file() for p in stamps):
+        return stamps[0].read_text().strip() == stamps[1].read_text().strip()
+    return all(p.stat().st_mtime <= notebook.stat().st_mtime for p in submitted.rglob("*") if p.is_file())
+
+
+def with_scores(db_url: str, assignment: str, outcomes: list[Outcome]) -> list[Outcome]:
+    """Each graded or unchanged outcome with its score from the gradebook, and how many of its
+    cells wait for a manual grade."""
+    from nbgrader.api import Gradebook, MissingEntry  # noqa: PLC0415 - deferred: nbgrader takes seconds to import
+
+    scored = []
+    with Gradebook(db_url) as gb:
+        for o in outcomes:
+            if o.status in (Status.GRADED, Status.UNCHANGED):
+                try:
+                    sub = gb.find_submission(assignment, o.student)
+                except MissingEntry:
+                    scored.append(o)
+                    continue
+                waiting = sum(1 for nb in sub.notebooks for g in nb.grades if g.needs_manual_grade)
+                o = replace(o, score=float(sub.score), max_score=float(sub.max_score), waiting=waiting)
+            scored.append(o)
+    return scored
+
+
 def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: str | None = None,
                     tls: TlsFiles | None = None, timeout: float = 900, students: list[str] | None = None,
-                    on_done: Callable[[Outcome, int, int], None] | None = None) -> ClassGrading:
+                    on_done: Callable[[Outcome, int, int], None] | None = None, force: bool = True) -> ClassGrading:
     """Autograde every submission of ``assignment`` in the course at ``root``, ``jobs`` at a time.
 
     ``scheduler`` is a Dask scheduler's address (``tls`` its client certificate, else Dask's
     configuration); without it, a ``LocalCluster`` here. ``on_done(outcome, done, total)`` is
-    called as each job ends (for a progress bar).
+    called as each job ends (for a progress bar). Without ``force``, a submission graded
+    before and not handed in again since is left as it is (``Status.UNCHANGED``), as plain
+    ``nbgrader autograde`` leaves it. Every outcome carries its score from the gradebook.
     """
     from distributed import Client, LocalCluster, as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
 
@@ -246,12 +296,18 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
     _check_gradebook(db_url, assignment)
     started = time.monotonic()
+    outcomes: list[Outcome] = []
+    if not force:
+        unchanged = [s for s in students if unchanged_since_graded(root, assignment, s)]
+        outcomes = [Outcome(s, Status.UNCHANGED, 0.0) for s in unchanged]
+        students = [s for s in students if s not in unchanged]
+    if not students:
+        return ClassGrading(assignment, tuple(with_scores(db_url, assignment, outcomes)), 0.0, jobs, "nothing new")
     cluster = None
     if scheduler is None:
         # Each job is a process of its own, so worker threads are enough: the cluster lives in this
         # process and talks in-process, with no port and no dashboard.
         cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
-    outcomes = []
     try:
         with Client(cluster) if cluster is not None else connect(str(scheduler), tls) as client:
             futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
@@ -261,10 +317,11 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
                 for outcome in future.result():
                     outcomes.append(outcome)
                     if on_done:
-                        on_done(outcome, len(outcomes), len(students))
+                        on_done(outcome, len([o for o in outcomes if o.status is not Status.UNCHANGED]),
+                                len(students))
     finally:
         if cluster is not None:
             cluster.close()
-    outcomes.sort(key=lambda o: o.student)
+    outcomes = sorted(with_scores(db_url, assignment, outcomes), key=lambda o: o.student)
     return ClassGrading(assignment, tuple(outcomes), round(time.monotonic() - started, 1), jobs,
                         "LocalCluster" if scheduler is None else scheduler)

@@ -277,7 +277,7 @@ def bench_report(workdir: Path, learners: int, submission_seconds: float | None)
     signatures = load()
     if signatures is None:
         raise BenchFailed("no case signatures to synthesise a class from: run lucy report --refresh-cases")
-    kinds = [frozenset()] + sorted((rows for rows in signatures.failing.values() if rows), key=sorted)
+    kinds: list[frozenset[str]] = [frozenset()] + sorted((rows for rows in signatures.failing.values() if rows), key=sorted)
     pick = random.Random(7)
     with Gradebook(course_db_url(course.root)) as gb, warnings.catch_warnings():
         warnings.simplefilter("ignore", SAWarning)  # nbgrader's add_submission autoflushes half-made rows; harmless
@@ -440,9 +440,10 @@ def summary(report: BenchReport) -> str:
                      f"{q.vs_persist_queue:.3f} x persist-queue put/get/ack; "
                      f"{q.transactions_per_item:.2f} transactions per item")
     if report.report:
-        r = report.report
-        lines.append(f"class report, {r.learners} learners: {r.report_seconds:g} s (goal: under {r.goal_seconds:g} s on 2 cores) "
-                     f"= {r.of_autograde:.4f} x autograding them one after another ({r.learners} x {r.submission_seconds:g} s)")
+        c = report.report
+        lines.append(f"class report, {c.learners} learners: {c.report_seconds:g} s (goal: under {c.goal_seconds:g} s on "
+                     f"2 cores) = {c.of_autograde:.4f} x autograding them one after another "
+                     f"({c.learners} x {c.submission_seconds:g} s)")
     for t in report.loop:
         lines.append(f"make {t.target}: {t.seconds / 60:.1f} min = {t.of_goal:.2f} x its goal of {t.goal_seconds / 60:g} min"
                      + ("" if t.exit_code == 0 else f" (FAILED, exit {t.exit_code})"))

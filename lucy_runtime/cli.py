@@ -185,7 +185,8 @@ def _bench(args) -> int:
 
 def _report(args) -> int:
     """What the class did: the report an educator reads before the next session."""
-    from .educator.report import class_report, write_report
+    from .educator.report import class_report
+    from .educator.report_html import write_report
     from .errors import LucyError
 
     if args.refresh_cases:

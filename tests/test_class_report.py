@@ -22,7 +22,8 @@ import pytest
 from lucy_runtime.cli import main
 from lucy_runtime.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.report import ClassReport, class_report, write_report
+from lucy_runtime.educator.report import ClassReport, class_report
+from lucy_runtime.educator.report_html import write_report
 from lucy_runtime.educator.signatures import load
 from lucy_runtime.educator.verify import filled, with_written_answers
 from lucy_runtime.errors import NothingToGrade

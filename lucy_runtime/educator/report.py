@@ -7,8 +7,7 @@ files handed in beside the notebooks, and the checkpoint records. It runs no lea
 code. Each failing submission's set of failing rows is matched against the educator
 cases' signatures (``signatures.py``: measured once, cached). ``history.py`` keeps
 each learner's score per grading run, so a report after a resubmission shows how the
-class moved. ``report_html.py`` draws it; ``write_report`` writes the HTML, its
-anonymized edition and the per-learner CSV.
+class moved. ``report_html.py`` draws it and writes the files.
 """
 
 from __future__ import annotations
@@ -321,29 +320,27 @@ def attribute(learners: dict[str, tuple[str, ...]], unit: str, signatures: Signa
 
 def row_shares(grades: dict[str, _Grades], verdicts: dict[str, dict[str, Verdict]]) -> tuple[RowShare, ...]:
     rows = list(dict.fromkeys(r for g in grades.values() for r in g.rows))
-    shares = []
+    shares: list[tuple[str, int, int, list[str]]] = []
     for row in rows:
         graded = [s for s, g in grades.items() if row in g.rows]
         failing = [s for s in graded if row in grades[s].failing]
         shares.append((row, len(graded) - len(failing), len(graded), failing))
     shares.sort(key=lambda r: (r[1] / max(r[2], 1), r[0]))
     out = []
-    for index, (row, passed, graded, failing) in enumerate(shares):
+    for index, (row, passed, total, failing) in enumerate(shares):
         groups: tuple[ObservationGroup, ...] = ()
         if failing and index < FAILING_ROWS_DETAILED:
             said: Counter[str] = Counter()
-            first: dict[str, Verdict] = {}
             hints: dict[str, Counter[str]] = defaultdict(Counter)
             for student in failing:
                 verdict = verdicts.get(student, {}).get(row)
                 text = group_observation(verdict.observation) if verdict else "(no sealed verdict in the notebook)"
                 said[text] += 1
                 if verdict:
-                    first.setdefault(text, verdict)
                     hints[text][verdict.hint] += 1
             groups = tuple(ObservationGroup(text, n, hints[text].most_common(1)[0][0] if hints[text] else "")
                            for text, n in said.most_common(OBSERVATION_GROUPS))
-        out.append(RowShare(row, passed, graded, groups))
+        out.append(RowShare(row, passed, total, groups))
     return tuple(out)
 
 
@@ -393,22 +390,3 @@ def class_report(course: Path, assignments: tuple[str, ...] | None = None, *, si
     checkpoints = checkpoint_status(records or course / "checkpoints" / "records", students)
     parts = tuple(assignment_part(course, a, grades[a], students, signatures, history, checkpoints) for a in grades)
     return ClassReport(course.name, parts, roster, signatures.stale, round(time.monotonic() - started, 2))
-
-
-@dataclass(frozen=True)
-class Written:
-    html: Path
-    anonymized: Path
-    csv: Path
-
-
-def write_report(report: ClassReport, out: Path, name: str) -> Written:
-    """The report as ``<name>.html``, ``<name>-anonymized.html`` and ``<name>.csv`` in ``out``."""
-    from .report_html import render  # noqa: PLC0415
-
-    out.mkdir(parents=True, exist_ok=True)
-    written = Written(out / f"{name}.html", out / f"{name}-anonymized.html", out / f"{name}.csv")
-    written.html.write_text(render(report, anonymized=False), encoding="utf-8")
-    written.anonymized.write_text(render(report, anonymized=True), encoding="utf-8")
-    written.csv.write_text(report.csv(), encoding="utf-8")
-    return written

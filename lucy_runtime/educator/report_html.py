@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 
 from .predictions import PromptResult
 from .report import ClassReport, Group, Part, RowShare
@@ -153,6 +155,8 @@ def _prompt_block(result: PromptResult, anonymized: bool, scrub: _Scrub) -> str:
         return head + "<p>No rule reads this prompt's answers: the most common predictions, to read:</p>" \
             + quotes(result.quotes)
     judged = result.right + result.wrong
+    if not judged and not result.unclear:
+        return head
     body = (f'<p data-prompt="{escape(result.prompt.block)}">The experiment showed <b>{escape(result.shown or "–")}</b>. '
             f"<b>{result.right} of {judged}</b> predicted it ({_pct(result.right, judged)})"
             + (f"; {result.unclear} could not be told apart by the rule (read them)" if result.unclear else "") + ".</p>")
@@ -241,3 +245,20 @@ def render(report: ClassReport, *, anonymized: bool) -> str:
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f"<title>What the class did: {escape(report.course)}</title><style>{STYLE}</style></head><body>"
             + "\n".join(body) + "</body></html>\n")
+
+
+@dataclass(frozen=True)
+class Written:
+    html: Path
+    anonymized: Path
+    csv: Path
+
+
+def write_report(report: ClassReport, out: Path, name: str) -> Written:
+    """The report as ``<name>.html``, ``<name>-anonymized.html`` and ``<name>.csv`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = Written(out / f"{name}.html", out / f"{name}-anonymized.html", out / f"{name}.csv")
+    written.html.write_text(render(report, anonymized=False), encoding="utf-8")
+    written.anonymized.write_text(render(report, anonymized=True), encoding="utf-8")
+    written.csv.write_text(report.csv(), encoding="utf-8")
+    return written

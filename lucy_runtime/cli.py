@@ -173,7 +173,8 @@ def _bench(args) -> int:
     from .bench import BenchConfig, run_bench, summary
 
     config = BenchConfig(notebook_dir=Path(args.notebook_dir), sections=tuple(args.only or BenchConfig.sections),
-                         submissions=args.submissions, items=args.items)
+                         submissions=args.submissions, items=args.items,
+                         learners=args.learners)
     report = run_bench(config, progress=lambda text: print(f"== {text}", flush=True))
     print(summary(report))
     if args.json:
@@ -347,12 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json")
     p.set_defaults(func=_mutation)
-    p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the queue, the make loop")
+    p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the class report, the queue, the make loop")
     p.add_argument("notebook_dir", nargs="?", default="source")
     # bench.SECTIONS, written out: importing the bench would slow every lucy command (tests/test_bench.py).
     p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "report", "queue", "loop"), help="run only these parts")
     p.add_argument("--submissions", type=int, default=8, help="class size for the parallel grading ratio")
     p.add_argument("--items", type=int, default=200, help="items through the queue")
+    p.add_argument("--learners", type=int, default=300, help="class size for the report part (synthesised)")
     p.add_argument("--json", help="write the report here (make bench: artifacts/bench.json)")
     p.set_defaults(func=_bench)
     p = sub.add_parser("autograde", help="autograde every submission of ASSIGNMENT in parallel (Dask), as nbgrader does")

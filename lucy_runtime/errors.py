@@ -38,7 +38,8 @@ The tree:
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
     - BookBuildFailed: jupyter-book did not produce the book's site
-    - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it
+    - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it, or
+      ``lucy report`` no graded submission to report on
     - SchedulerUnreachable: ``lucy autograde --scheduler`` could not reach the Dask scheduler,
       or the scheduler and this client did not accept each other's TLS certificates
     - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
@@ -198,7 +199,7 @@ class BookBuildFailed(EducatorError):
 
 
 class NothingToGrade(EducatorError):
-    """The course has no such assignment in its gradebook, or no submission of it."""
+    """The course has no such assignment in its gradebook, or no (graded) submission of it."""
 
 
 class SchedulerUnreachable(EducatorError):

@@ -68,3 +68,13 @@ def test_a_readme_that_no_longer_states_the_demo_time_is_reported(tmp_path):
     (tmp_path / "README.md").write_text("`make demo` prints a grade table. It is quick.\n")
     with pytest.raises(BenchFailed, match="no longer says how long make demo takes"):
         stated_demo_seconds(tmp_path / "README.md")
+
+
+@pytest.mark.nbgrader
+def test_the_report_part_times_lucy_report_on_a_synthesised_class_beside_autograding_it():
+    report = run_bench(BenchConfig(sections=("report",), learners=4))
+    r = report.report
+    assert r.learners == 4 and r.report_seconds > 0 and r.submission_seconds > 0
+    assert r.autograde_seconds == round(4 * r.submission_seconds, 1) and r.of_autograde > 0
+    assert report.problems == () and json.loads(report.to_json())["report"]["learners"] == 4
+    assert "class report, 4 learners" in summary(report)

@@ -107,3 +107,24 @@ def test_scrubbing_replaces_every_roster_name_and_address():
     assert scrub("Ada Lovelace (ada_k, ada@example.org, @ada99) thinks so") == \
         "[a learner] [a learner] ([a learner], [a learner], [a learner]) thinks so"
     assert _Scrub(("ada",), on=False)("ada") == "ada"
+
+
+def test_a_checkpoint_record_gives_the_status_of_the_learner_its_folder_names(tmp_path):
+    from lucy_runtime.educator.report import checkpoint_status
+
+    records = tmp_path / "records"
+    records.mkdir()
+    for stamp, folder, ready in (("20261201T090000Z", "submitted/ada", False), ("20261202T090000Z", "submitted/ada", True),
+                                 ("20261202T100000Z", "/home/bea/ch07", False)):
+        (records / f"ch07-{stamp}.json").write_text(json.dumps({"notebooks": folder, "ready": ready}))
+    (records / "ch07-20261203T000000Z.json").write_text("{broken")
+    assert checkpoint_status(records, ["ada", "bea", "cal"]) == {"ada": "ready", "bea": "not ready"}
+
+
+def test_lucy_report_without_a_course_or_an_assignment_says_so_and_exits_2(tmp_path, capsys):
+    from lucy_runtime.cli import main
+
+    assert main(["report", "ch07_unit_a", "--course", str(tmp_path)]) == 2
+    assert "has no nbgrader_config.py" in capsys.readouterr().err
+    assert main(["report", "--course", str(tmp_path)]) == 2
+    assert "name one ASSIGNMENT, or --all" in capsys.readouterr().err

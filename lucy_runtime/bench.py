@@ -18,24 +18,30 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from .cells import grade_id, row_of, test_cells
 from .checker import SourceLearner, run_rows, select_rows
 from .checker.child import run_in_child
+from .checker.results import RowResult
 from .course import ScratchCourse, nbgrader
 from .delivery import DeliveryPolicy
 from .educator.parallel import autograde_class
+from .educator.signatures import load
 from .educator.verify import filled
 from .errors import BenchFailed, InvalidField
+from .gradebook import course_db_url
 from .loop import LoopResult
 from .notebook import learner_implementation
 from .store import Store
@@ -230,9 +236,7 @@ def bench_class(config: BenchConfig, pristine: ScratchCourse, unit: str, referen
 
 def _synthesised_learner(gb, unit: str, student: str, failing: frozenset[str], autograded, folder: Path) -> None:
     """One learner as grading leaves them: gradebook grades, an autograded notebook with sealed verdicts, evidence."""
-    from .cells import grade_id, row_of, test_cells  # noqa: PLC0415
-    from .checker.results import RowResult  # noqa: PLC0415
-    from .sealed import verdict_outputs  # noqa: PLC0415
+    from .sealed import verdict_outputs  # noqa: PLC0415 - imports nbgrader (seconds); this part alone needs it
 
     gb.add_student(student)
     submission = gb.add_submission(unit, student)
@@ -258,15 +262,8 @@ def _synthesised_learner(gb, unit: str, student: str, failing: frozenset[str], a
 def bench_report(workdir: Path, learners: int, submission_seconds: float | None) -> ReportBench:
     """``lucy report`` on ``learners`` synthesised learners, each failing like an educator case of Unit A or
     passing (the gradebook is written through nbgrader's API, the notebooks from one real autograde)."""
-    import random  # noqa: PLC0415
-
-    import warnings  # noqa: PLC0415
-
-    from nbgrader.api import Gradebook  # noqa: PLC0415
-    from sqlalchemy.exc import SAWarning  # noqa: PLC0415
-
-    from .educator.signatures import load  # noqa: PLC0415
-    from .gradebook import course_db_url  # noqa: PLC0415
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - seconds to import; this part alone needs it
+    from sqlalchemy.exc import SAWarning  # noqa: PLC0415 - comes with nbgrader
 
     unit = "ch07_unit_a"
     course = ScratchCourse(workdir / "report-course", units=(unit,))

@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import re
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,8 +374,6 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
 def class_report(course: Path, assignments: tuple[str, ...] | None = None, *, signatures: Signatures | None = None,
                  history: Path | None = None, records: Path | None = None) -> ClassReport:
     """The report on ``assignments`` (every assignment with a graded submission when None)."""
-    import time  # noqa: PLC0415
-
     started = time.monotonic()
     course = Path(course).resolve()
     grades, students, roster = read_gradebook(course_db_url(course), assignments)

@@ -202,6 +202,13 @@ def test_a_second_grading_run_shows_how_the_class_moved(graded, tmp_path):
     assert "1 up" in written.html.read_text()
 
 
+def test_report_all_covers_every_graded_assignment_in_one_page(graded, tmp_path):
+    assert main(["report", "--all", "--course", str(graded.course.root), "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "all.csv").read_text())))
+    assert {(r["student"], r["assignment"]) for r in rows} == {(s, UNIT) for s in CLASS}
+    assert (tmp_path / "all.html").read_text().count(f'id="{UNIT}"') == 1
+
+
 def test_a_report_on_an_assignment_nobody_handed_in_says_so(graded):
     with pytest.raises(NothingToGrade, match="ch07_unit_b"):
         class_report(graded.course.root, ("ch07_unit_b",))

@@ -103,6 +103,8 @@ def _rows_section(part: Part, anonymized: bool, scrub: _Scrub) -> str:
     for row in failing:
         groups = [g for g in row.observations if not anonymized or g.learners >= QUOTED_FROM]
         html.append(f"<p><code>{escape(row.row)}</code>: {row.graded - row.passed} of {row.graded} failed.</p>")
+        if len(groups) < len(row.observations):
+            html.append("<p class=muted>Observations made in one submission only are left out of this edition.</p>")
         if groups:
             html.append("<table><tr><th>learners</th><th>what the sealed check observed</th><th>the hint they saw</th></tr>"
                         + "".join(f'<tr><td class="n">{g.learners}</td><td>{escape(scrub(g.observation))}</td>'
@@ -152,8 +154,9 @@ def _prompt_block(result: PromptResult, anonymized: bool, scrub: _Scrub) -> str:
             f"<p>{_n(result.predicted, 'learner')} saved a prediction"
             + (f"; {result.no_prediction} did not" if result.no_prediction else "") + ".</p>")
     if not result.keyed:
-        return head + "<p>No rule reads this prompt's answers: the most common predictions, to read:</p>" \
-            + quotes(result.quotes)
+        common = quotes(result.quotes)
+        return head + (f"<p>No rule reads this prompt's answers: the most common predictions, to read:</p>{common}"
+                       if common else "")
     judged = result.right + result.wrong
     if not judged and not result.unclear:
         return head

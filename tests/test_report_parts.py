@@ -7,15 +7,24 @@ import json
 import pytest
 
 from lucy_runtime.educator.cases import CASES
+from lucy_runtime.educator.practice_cases import PRACTICE_CASES
 from lucy_runtime.educator.history import record_run
 from lucy_runtime.educator.predictions import KEYS, Prompt, judge, prompts, read_evidence
 from lucy_runtime.educator.report import MISCONCEPTION_OF, attribute, guide_notes
 from lucy_runtime.educator.report_html import _Scrub
-from lucy_runtime.educator.signatures import Signatures, unit_rows
+from lucy_runtime.educator.signatures import Signatures, load, unit_rows
 
 from .conftest import REPO
 
 UNIT = "ch07_unit_a"
+
+
+def test_the_case_signatures_are_measured_from_the_cases_reference_and_rows_of_this_checkout():
+    signatures = load()
+    assert signatures is not None and not signatures.stale, \
+        "the cases, source/ or the rows changed: run `lucy report --refresh-cases` and commit the file"
+    assert set(signatures.failing) == {c.name for c in CASES + PRACTICE_CASES}
+    assert signatures.failing["finish-two-transactions"] == {"finish-atomic"}
 
 
 def test_every_misconception_a_case_is_tied_to_is_in_the_educator_guide():

@@ -7,8 +7,9 @@ measured, not written down: the rows of the case's unit run against the referenc
 cells of ``source/`` with the case's edits, as the sealed verdict runs a handed-in
 notebook. That takes about 2 s a case, so the sets are kept in
 ``case_signatures.json`` beside this module, with a fingerprint of what they were
-measured from (the cases, the reference cells, the rows). ``lucy report
---refresh-cases`` measures them again; a report made from a stale file says so.
+measured from (the cases, the reference cells, the rows' ids and code in
+``checker/rows.py`` and ``checker/topics/``). ``lucy report --refresh-cases`` measures
+them again; a report made from a stale file says so, and so does a test.
 """
 
 from __future__ import annotations
@@ -54,13 +55,16 @@ def unit_rows(unit: str) -> list[str]:
 
 
 def fingerprint(repo: Path = REPO) -> str:
-    """A digest of the cases, the reference cells in ``source/`` and the rows' ids."""
+    """A digest of the cases, the reference cells in ``source/`` and the rows (their ids and their code)."""
     digest = hashlib.sha256()
     for case in CASES + PRACTICE_CASES:
         digest.update(repr(case).encode())
     for name, source in learner_implementation(repo / "source"):
         digest.update(f"{name}\n{source}\n".encode())
     digest.update(" ".join(ROWS).encode())
+    checker = Path(__file__).resolve().parent.parent / "checker"
+    for code in [checker / "rows.py", *sorted((checker / "topics").glob("*.py"))]:
+        digest.update(code.read_bytes())
     return digest.hexdigest()[:16]
 
 

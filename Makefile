@@ -37,7 +37,8 @@ help:
 	@echo "make release        regenerate release/ from source/ with nbgrader"
 	@echo "make check          run every acceptance row against the reference in source/"
 	@echo "make mutation       the grader's mutation score: cosmic-ray mutants of the reference vs the rows"
-	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the queue, and the"
+	@echo "make bench          ratios from one run: rows, autograde, class grading --jobs 2, the class report for"
+	@echo "                    300 learners, the queue, and the"
 	@echo "                    contributors' loop (make test-fast, test, demo against their goals; artifacts/bench.json)"
 	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
 

@@ -4,6 +4,9 @@
 * autograde: one submission's ``nbgrader autograde`` against a trivial one-cell notebook's
   (the kernel's floor);
 * class: ``lucy autograde --jobs 2`` against sequential nbgrader on N submissions;
+* report: ``lucy report`` on a class of 300 learners (a synthesised gradebook, autograded
+  notebooks and evidence files, not 300 nbgrader runs) against autograding that class
+  one submission after another, at the rate one real ``nbgrader autograde`` takes here;
 * queue: the reference queue end to end (admit, work_once, deliver_one) in items/s,
   against single-row commits on the same disk and persist-queue's SQLite queue
   (put/get/ack), with transactions per item counted from the store's statement hook;
@@ -16,22 +19,29 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from .cells import grade_id, row_of, test_cells
 from .checker import SourceLearner, run_rows, select_rows
 from .checker.child import run_in_child
+from .checker.results import RowResult
 from .course import ScratchCourse, nbgrader
 from .delivery import DeliveryPolicy
 from .educator.parallel import autograde_class
+from .educator.signatures import load
 from .educator.verify import filled
 from .errors import BenchFailed, InvalidField
+from .gradebook import course_db_url
 from .loop import LoopResult
 from .notebook import learner_implementation
 from .store import Store
@@ -40,7 +50,7 @@ from .work import Queue
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
-SECTIONS = ("rows", "autograde", "class", "queue", "loop")
+SECTIONS = ("rows", "autograde", "class", "report", "queue", "loop")
 REPO = Path(__file__).resolve().parent.parent
 LOOP = (("test-fast", 180.0), ("test", 600.0), ("demo", 360.0))
 """The contributors' loop: make targets and their goals in seconds, on two idle cores."""
@@ -53,6 +63,7 @@ class BenchConfig:
     submissions: int = 8
     jobs: int = 2
     items: int = 200
+    learners: int = 300
     loop: tuple[tuple[str, float], ...] = LOOP
     repo: Path = REPO
 
@@ -90,6 +101,18 @@ class ClassBench:
 
 
 @dataclass(frozen=True)
+class ReportBench:
+    """``lucy report`` on a synthesised class, beside autograding the same class sequentially."""
+
+    learners: int
+    report_seconds: float
+    submission_seconds: float  # one real nbgrader autograde of the reference, here
+    autograde_seconds: float  # learners x submission_seconds
+    of_autograde: float
+    goal_seconds: float = 30.0
+
+
+@dataclass(frozen=True)
 class QueueBench:
     items: int
     queue_items_per_s: float
@@ -117,6 +140,7 @@ class BenchReport:
     autograde: AutogradeBench | None = None
     klass: ClassBench | None = None
     queue: QueueBench | None = None
+    report: ReportBench | None = None
     loop: tuple[LoopTiming, ...] = ()
     seconds: float = 0.0
     problems: tuple[str, ...] = field(default_factory=tuple)
@@ -210,6 +234,67 @@ def bench_class(config: BenchConfig, pristine: ScratchCourse, unit: str, referen
                       round(sequential / max(parallel, 1e-9), 2), not unfinished, tuple(unfinished))
 
 
+def _synthesised_learner(gb, unit: str, student: str, failing: frozenset[str], autograded, folder: Path) -> None:
+    """One learner as grading leaves them: gradebook grades, an autograded notebook with sealed verdicts, evidence."""
+    from .sealed import verdict_outputs  # noqa: PLC0415 - imports nbgrader (seconds); this part alone needs it
+
+    gb.add_student(student)
+    submission = gb.add_submission(unit, student)
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            if grade.cell.cell_type == "code":
+                grade.auto_score = 0.0 if row_of(grade.name) in failing else grade.max_score
+                grade.needs_manual_grade = False
+            else:
+                grade.needs_manual_grade = True
+    for cell in test_cells(autograded):
+        row = row_of(grade_id(cell))
+        cell.outputs = verdict_outputs(RowResult(row, row not in failing, f"{row} observed in a synthesised class",
+                                                 f"the hint of {row}", 0.1, ""))
+    (folder / "autograded" / student / unit).mkdir(parents=True, exist_ok=True)
+    nbformat.write(autograded, str(folder / "autograded" / student / unit / f"{unit}.ipynb"))
+    (folder / "submitted" / student / unit).mkdir(parents=True, exist_ok=True)
+    said = "None survive: the list died with the process." if len(failing) % 2 else "All three are still there."
+    (folder / "submitted" / student / unit / f"{unit}_evidence.json").write_text(json.dumps(
+        {"unit": unit, "blocks": {"0-10 restart": {"prediction": said, "observations": {"admitted": 3, "survived": 0}}}}))
+
+
+def bench_report(workdir: Path, learners: int, submission_seconds: float | None) -> ReportBench:
+    """``lucy report`` on ``learners`` synthesised learners, each failing like an educator case of Unit A or
+    passing (the gradebook is written through nbgrader's API, the notebooks from one real autograde)."""
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - seconds to import; this part alone needs it
+    from sqlalchemy.exc import SAWarning  # noqa: PLC0415 - comes with nbgrader
+
+    unit = "ch07_unit_a"
+    course = ScratchCourse(workdir / "report-course", units=(unit,))
+    course.submit("real", unit, filled(course.release(unit), course.source(unit)))
+    seconds = _timed(lambda: course.autograde(unit, "real"))
+    submission_seconds = submission_seconds or seconds
+    autograded = nbformat.read(str(course.root / "autograded" / "real" / unit / f"{unit}.ipynb"), as_version=4)
+    signatures = load()
+    if signatures is None:
+        raise BenchFailed("no case signatures to synthesise a class from: run lucy report --refresh-cases")
+    kinds: list[frozenset[str]] = [frozenset()] + sorted((rows for rows in signatures.failing.values() if rows), key=sorted)
+    pick = random.Random(7)
+    with Gradebook(course_db_url(course.root)) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)  # nbgrader's add_submission autoflushes half-made rows; harmless
+        for i in range(learners):
+            _synthesised_learner(gb, unit, f"learner_{i:03d}", pick.choice(kinds), autograded, course.root)
+        gb.db.commit()
+    # Timed as an educator runs it: the command, its imports included.
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "report", unit, "--course", str(course.root)],
+                          capture_output=True, text=True)
+    took = round(time.monotonic() - started, 2)
+    csv = course.root / "reports" / f"{unit}.csv"
+    lines = len(csv.read_text(encoding="utf-8").splitlines()) - 1 if csv.exists() else 0
+    if done.returncode != 0 or lines != learners + 1:
+        raise BenchFailed(f"lucy report wrote {lines} learners, not {learners + 1} (exit {done.returncode}):\n"
+                          f"{(done.stdout + done.stderr)[-1500:]}")
+    class_seconds = round(submission_seconds * learners, 1)
+    return ReportBench(learners, took, submission_seconds, class_seconds, round(took / class_seconds, 4))
+
+
 class _EchoLoop:
     def run(self, session_id: str, text: str):
 
@@ -284,7 +369,7 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
     if unknown:
         raise InvalidField("sections", f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     started = time.monotonic()
-    rows = autograde = klass = queue = None
+    rows = autograde = klass = queue = report = None
     loop: tuple[LoopTiming, ...] = ()
     problems = []
     workdir = Path(tempfile.mkdtemp(prefix="lucy-bench-"))
@@ -304,13 +389,20 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
             if klass and not klass.all_graded:
                 problems.append("parallel grading left submissions ungraded: "
                                 + "; ".join(line.splitlines()[0] for line in klass.not_graded))
+        if "report" in config.sections:
+            progress(f"report: lucy report on a class of {config.learners} (synthesised)")
+            (workdir / "report").mkdir()
+            report = bench_report(workdir / "report", config.learners, autograde.submission_seconds if autograde else None)
+            if report.report_seconds > report.goal_seconds:
+                problems.append(f"the report on {report.learners} learners took {report.report_seconds:g} s, "
+                                f"over its goal of {report.goal_seconds:g} s")
         if "loop" in config.sections:
             loop = bench_loop(config, config.repo / "artifacts", progress)
             problems += [f"make {t.target} failed (exit {t.exit_code}); see {t.log}" for t in loop if t.exit_code]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}
-    return BenchReport(settings, rows, autograde, klass, queue, loop, round(time.monotonic() - started, 1),
+    return BenchReport(settings, rows, autograde, klass, queue, report, loop, round(time.monotonic() - started, 1),
                        tuple(problems))
 
 
@@ -335,6 +427,11 @@ def summary(report: BenchReport) -> str:
         lines.append(f"reference queue end to end: {q.vs_raw_commits:.3f} x raw single-row commits, "
                      f"{q.vs_persist_queue:.3f} x persist-queue put/get/ack; "
                      f"{q.transactions_per_item:.2f} transactions per item")
+    if report.report:
+        c = report.report
+        lines.append(f"class report, {c.learners} learners: {c.report_seconds:g} s (goal: under {c.goal_seconds:g} s on "
+                     f"2 cores) = {c.of_autograde:.4f} x autograding them one after another "
+                     f"({c.learners} x {c.submission_seconds:g} s)")
     for t in report.loop:
         lines.append(f"make {t.target}: {t.seconds / 60:.1f} min = {t.of_goal:.2f} x its goal of {t.goal_seconds / 60:g} min"
                      + ("" if t.exit_code == 0 else f" (FAILED, exit {t.exit_code})"))

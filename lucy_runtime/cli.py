@@ -182,7 +182,8 @@ def _bench(args) -> int:
     from .bench import BenchConfig, run_bench, summary
 
     config = BenchConfig(notebook_dir=Path(args.notebook_dir), sections=tuple(args.only or BenchConfig.sections),
-                         submissions=args.submissions, items=args.items)
+                         submissions=args.submissions, items=args.items,
+                         learners=args.learners)
     report = run_bench(config, progress=lambda text: print(f"== {text}", flush=True))
     print(summary(report))
     if args.json:
@@ -190,6 +191,41 @@ def _bench(args) -> int:
         Path(args.json).write_text(report.to_json())
         print(f"written to {args.json}")
     return 1 if report.problems else 0
+
+
+def _report(args) -> int:
+    """What the class did: the report an educator reads before the next session."""
+    from .educator.report import class_report
+    from .educator.report_html import write_report
+    from .errors import LucyError
+
+    if args.refresh_cases:
+        from .educator.signatures import measure, save
+        from .progress import RichProgress
+
+        print(f"measured the failing rows of every educator case: {save(measure(progress=RichProgress()))}")
+        if not args.assignment and not args.all:
+            return 0
+    if bool(args.assignment) == args.all:
+        print("lucy report: name one ASSIGNMENT, or --all", file=sys.stderr)
+        return 2
+    try:
+        report = class_report(Path(args.course), None if args.all else (args.assignment,))
+    except LucyError as error:  # no course here, no gradebook, nothing graded yet
+        print(f"lucy report: {error}", file=sys.stderr)
+        return 2
+    name = "all" if args.all else args.assignment
+    written = write_report(report, Path(args.out) if args.out else Path(args.course) / "reports", name)
+    for part in report.parts:
+        matched = sum(len(g.students) for g in part.groups if g.kind == "case")
+        unknown = sum(len(g.students) for g in part.groups if g.kind == "none")
+        print(f"{part.assignment}: {len(part.learners)} learners; {matched} fail like an educator case, {unknown} like "
+              f"none; {len(part.evidence_problems)} evidence files missing or unreadable")
+    if report.signatures_stale:
+        print("the educator cases changed since their failing rows were measured: run lucy report --refresh-cases")
+    print(f"report: {written.html}\nfor the class (anonymized): {written.anonymized}\nper learner: {written.csv}\n"
+          f"made in {report.seconds:g} s")
+    return 0
 
 
 def _positive(text: str) -> int:
@@ -336,12 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json")
     p.set_defaults(func=_mutation)
-    p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the queue, the make loop")
+    p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the class report, the queue, the make loop")
     p.add_argument("notebook_dir", nargs="?", default="source")
     # bench.SECTIONS, written out: importing the bench would slow every lucy command (tests/test_bench.py).
-    p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "queue", "loop"), help="run only these parts")
+    p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "report", "queue", "loop"), help="run only these parts")
     p.add_argument("--submissions", type=int, default=8, help="class size for the parallel grading ratio")
     p.add_argument("--items", type=int, default=200, help="items through the queue")
+    p.add_argument("--learners", type=int, default=300, help="class size for the report part (synthesised)")
     p.add_argument("--json", help="write the report here (make bench: artifacts/bench.json)")
     p.set_defaults(func=_bench)
     p = sub.add_parser("autograde", help="autograde every submission of ASSIGNMENT in parallel (Dask), as nbgrader does")
@@ -358,6 +395,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade again submissions graded before and not handed in since (as nbgrader autograde --force)")
     p.add_argument("--json", help="write the outcome of every submission here")
     p.set_defaults(func=_autograde)
+    p = sub.add_parser("report", help="what the class did: rows failed, misconceptions, predictions, per learner (HTML, CSV)")
+    p.add_argument("assignment", nargs="?", help="e.g. ch07_unit_a")
+    p.add_argument("--all", action="store_true", help="every assignment with a graded submission, in one report")
+    p.add_argument("--course", default=".", help="the course directory (default: this folder)")
+    p.add_argument("--out", help="where the files go (default: COURSE/reports)")
+    p.add_argument("--refresh-cases", action="store_true",
+                   help="measure again the rows each educator case fails (after the cases or the rows changed)")
+    p.set_defaults(func=_report)
     p = sub.add_parser("solutions-book", help="print the worked answers from source/ (for educators)")
     p.add_argument("--out")
     p.add_argument("--source", default="source", help="the folder of reference notebooks")

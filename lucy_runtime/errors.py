@@ -40,7 +40,8 @@ The tree:
     - UnknownCase: a case, alternative or tamper case named that the course does not have
       (also ``LookupError``)
     - BookBuildFailed: jupyter-book did not produce the book's site
-    - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it
+    - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it, or
+      ``lucy report`` no graded submission to report on
     - SchedulerUnreachable: ``lucy autograde --scheduler`` could not reach the Dask scheduler,
       or the scheduler and this client did not accept each other's TLS certificates
     - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
@@ -204,7 +205,7 @@ class BookBuildFailed(EducatorError):
 
 
 class NothingToGrade(EducatorError):
-    """The course has no such assignment in its gradebook, or no submission of it."""
+    """The course has no such assignment in its gradebook, or no (graded) submission of it."""
 
 
 class SchedulerUnreachable(EducatorError):

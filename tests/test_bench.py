@@ -59,3 +59,13 @@ def test_each_make_target_of_the_loop_is_measured_against_a_goal_stated_in_the_c
     from lucy_runtime.bench import LOOP
 
     assert dict(LOOP) == {"test-fast": 180.0, "test": 600.0, "demo": 360.0}
+
+
+@pytest.mark.nbgrader
+def test_the_report_part_times_lucy_report_on_a_synthesised_class_beside_autograding_it():
+    report = run_bench(BenchConfig(sections=("report",), learners=4))
+    r = report.report
+    assert r.learners == 4 and r.report_seconds > 0 and r.submission_seconds > 0
+    assert r.autograde_seconds == round(4 * r.submission_seconds, 1) and r.of_autograde > 0
+    assert report.problems == () and json.loads(report.to_json())["report"]["learners"] == 4
+    assert "class report, 4 learners" in summary(report)

@@ -28,7 +28,7 @@ KEBAB = re.compile(r"^[a-z]+(?:-[a-z]+)+$")
 CALL = re.compile(r"^([A-Za-z_][\w.]*)\(")
 PATHLIKE = re.compile(r"^[\w.-]+(?:/[\w.-]+)+/?$|^[\w-]+\.(?:py|md|ipynb|json|csv|toml|txt)$")
 # Folders that exist only after a run (nbgrader's, the build's): a path in them is an example.
-MADE_AT_RUN_TIME = ("submitted/", "autograded/", "feedback/", "build/", "artifacts/", "checkpoints/records",
+MADE_AT_RUN_TIME = ("submitted/", "autograded/", "feedback/", "build/", "artifacts/", "checkpoints/records", "reports/",
                     "grades.csv", "gradebook.db")
 AWAITING_MERGE: set[str] = set()  # files the book names before the branch that builds them is merged
 OTHER_NAMES = {"lucy-ch07", "lucy-grader", "jupyter-book"}  # the course id, the grading user, a tool

@@ -1,0 +1,139 @@
+"""The class report's parts that need no nbgrader: prediction rules, evidence files, runs, matching, scrubbing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lucy_runtime.educator.cases import CASES
+from lucy_runtime.educator.practice_cases import PRACTICE_CASES
+from lucy_runtime.educator.history import record_run
+from lucy_runtime.educator.predictions import KEYS, Prompt, judge, prompts, read_evidence
+from lucy_runtime.educator.report import MISCONCEPTION_OF, attribute, guide_notes
+from lucy_runtime.educator.report_html import _Scrub
+from lucy_runtime.educator.signatures import Signatures, load, unit_rows
+
+from .conftest import REPO
+
+UNIT = "ch07_unit_a"
+
+
+def test_the_case_signatures_are_measured_from_the_cases_reference_and_rows_of_this_checkout():
+    signatures = load()
+    assert signatures is not None and not signatures.stale, \
+        "the cases, source/ or the rows changed: run `lucy report --refresh-cases` and commit the file"
+    assert set(signatures.failing) == {c.name for c in CASES + PRACTICE_CASES}
+    assert signatures.failing["finish-two-transactions"] == {"finish-atomic"}
+
+
+def test_every_misconception_a_case_is_tied_to_is_in_the_educator_guide():
+    notes = guide_notes()
+    assert set(MISCONCEPTION_OF.values()) <= set(notes), set(MISCONCEPTION_OF.values()) - set(notes)
+    assert set(MISCONCEPTION_OF) <= {c.name for c in CASES} | {n for n in MISCONCEPTION_OF if n.startswith("practice-")}
+
+
+def test_every_keyed_prompt_is_asked_by_a_unit_notebook():
+    asked = {p.block for unit in ("ch07_unit_a", "ch07_unit_b") for p in prompts(REPO / "release" / unit / f"{unit}.ipynb")}
+    assert set(KEYS) <= asked
+    first = prompts(REPO / "release" / UNIT / f"{UNIT}.ipynb")[0]
+    assert first.block == "0-10 restart" and first.question.startswith("A process admits all three requests")
+
+
+@pytest.mark.parametrize("block, prediction, observations, verdict", [
+    ("0-10 restart", "Nothing: it died with the process", {"admitted": 3, "survived": 0}, "right"),
+    ("0-10 restart", "All three are still in the list", {"admitted": 3, "survived": 0}, "wrong"),
+    ("0-10 restart", "I am not sure", {"admitted": 3, "survived": 0}, "unclear"),
+    ("10-25 schema", "It finds the row, it was committed", {"persisted_sample": [{"work_id": 1}]}, "right"),
+    ("25-40 admission", "ACCEPTED, DUPLICATE, CONFLICT, ACCEPTED",
+     {"dispositions": [{"outcome": o} for o in ("accepted", "duplicate", "conflict", "accepted")]}, "right"),
+    ("25-40 admission", "accepted, accepted, conflict, accepted",
+     {"dispositions": [{"outcome": o} for o in ("accepted", "duplicate", "conflict", "accepted")]}, "wrong"),
+    ("55-75 loop and report", "The model is called once; the second returns None",
+     {"trace": [{"step": "model calls", "value": 1}]}, "right"),
+    ("55-75 loop and report", "two model calls", {"trace": [{"step": "model calls", "value": 1}]}, "wrong"),
+])
+def test_a_keyed_prediction_is_judged_against_the_learners_own_observation(tmp_path, block, prediction, observations,
+                                                                          verdict):
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps({"blocks": {block: {"prediction": prediction, "observations": observations}}}))
+    result = judge(Prompt(block, ""), [read_evidence("s", path)], KEYS[block])
+    assert {"right": result.right, "wrong": result.wrong, "unclear": result.unclear}[verdict] == 1
+
+
+@pytest.mark.parametrize("content, status", [
+    (None, "missing"), ("{", "malformed: not JSON"), ("[1, 2]", "malformed: no \"blocks\" object"),
+    ('{"blocks": {"0-10 restart": 3}}', "malformed: a block is not an object"), (b"\xff\xfe", "malformed: not UTF-8"),
+    ('{"blocks": {}}', "ok"),
+])
+def test_a_missing_or_malformed_evidence_file_is_a_status_never_an_exception(tmp_path, content, status):
+    path = tmp_path / "e.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    assert read_evidence("s", path).status.startswith(status)
+
+
+def test_a_run_is_added_only_when_the_gradebook_changed_and_movement_compares_the_last_two(tmp_path):
+    history = tmp_path / "history.json"
+    runs, moved = record_run(history, UNIT, {"a": (10.0, "t1"), "b": (5.0, "t1")})
+    assert len(runs) == 1 and moved is None
+    runs, moved = record_run(history, UNIT, {"a": (10.0, "t1"), "b": (5.0, "t1")})
+    assert len(runs) == 1, "an unchanged gradebook is not a new run"
+    runs, moved = record_run(history, UNIT, {"a": (10.0, "t1"), "b": (9.0, "t2"), "c": (1.0, "t2")})
+    assert len(runs) == 2 and moved is not None
+    assert (moved.up, moved.down, moved.same, moved.new, moved.gone) == (1, 0, 1, 1, 0)
+    assert json.loads(history.read_text())["runs"][UNIT][1]["scores"] == {"a": 10.0, "b": 9.0, "c": 1.0}
+
+
+def test_an_unreadable_history_file_starts_the_history_again(tmp_path):
+    history = tmp_path / "history.json"
+    history.write_text("not json")
+    runs, moved = record_run(history, UNIT, {"a": (1.0, "t")})
+    assert len(runs) == 1 and moved is None
+
+
+def test_matching_names_exact_cases_keeps_the_rest_apart_and_offers_a_close_case_only_when_close():
+    every = frozenset(unit_rows(UNIT))
+    signatures = Signatures({"finish-two-transactions": frozenset({"finish-atomic"}),
+                             "noop-finish": frozenset({"finish-atomic", "finish-durable", "integrated-path",
+                                                       "finish-misuse", "finish-fenced"})}, "")
+    groups = {g.label: g for g in attribute({
+        "a": (), "b": ("finish-atomic",), "c": tuple(every), "d": ("claim-one", "empty-poll", "schema-columns"),
+        "e": ("finish-atomic", "finish-durable", "integrated-path", "finish-misuse", "finish-fenced", "claim-one"),
+    }, UNIT, signatures)}
+    assert groups["passes every row"].students == ("a",)
+    assert groups["finish-two-transactions"].students == ("b",)
+    assert groups["fails every row"].students == ("c",)
+    unmatched = groups["matches no known case"]
+    assert unmatched.students == ("d", "e")
+    assert unmatched.closest == (("e", "noop-finish", "also fails claim-one"),)
+
+
+def test_scrubbing_replaces_every_roster_name_and_address():
+    scrub = _Scrub(("ada_k", "Ada", "Lovelace", "ada@example.org"), on=True)
+    assert scrub("Ada Lovelace (ada_k, ada@example.org, @ada99) thinks so") == \
+        "[a learner] [a learner] ([a learner], [a learner], [a learner]) thinks so"
+    assert _Scrub(("ada",), on=False)("ada") == "ada"
+
+
+def test_a_checkpoint_record_gives_the_status_of_the_learner_its_folder_names(tmp_path):
+    from lucy_runtime.educator.report import checkpoint_status
+
+    records = tmp_path / "records"
+    records.mkdir()
+    for stamp, folder, ready in (("20261201T090000Z", "submitted/ada", False), ("20261202T090000Z", "submitted/ada", True),
+                                 ("20261202T100000Z", "/home/bea/ch07", False)):
+        (records / f"ch07-{stamp}.json").write_text(json.dumps({"notebooks": folder, "ready": ready}))
+    (records / "ch07-20261203T000000Z.json").write_text("{broken")
+    assert checkpoint_status(records, ["ada", "bea", "cal"]) == {"ada": "ready", "bea": "not ready"}
+
+
+def test_lucy_report_without_a_course_or_an_assignment_says_so_and_exits_2(tmp_path, capsys):
+    from lucy_runtime.cli import main
+
+    assert main(["report", "ch07_unit_a", "--course", str(tmp_path)]) == 2
+    assert "has no nbgrader_config.py" in capsys.readouterr().err
+    assert main(["report", "--course", str(tmp_path)]) == 2
+    assert "name one ASSIGNMENT, or --all" in capsys.readouterr().err

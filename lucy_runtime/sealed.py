@@ -13,6 +13,8 @@ read. An autograded cell that names no known row gets a failure, never a pass.
 
 from __future__ import annotations
 
+import textwrap
+
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Float
@@ -54,7 +56,14 @@ def verdict_outputs(verdict) -> list:
     return [nbformat.v4.new_output(
         "error", ename="RowDoesNotHold", evalue=f"{verdict.row_id}: {verdict.observation}",
         traceback=[f"Row {verdict.row_id} does not hold (checked outside the notebook, after it ran).",
-                   f"  Observed: {verdict.observation}", f"  Hint: {verdict.hint}"])]
+                   _wrapped("  Observed: ", verdict.observation), _wrapped("  Hint: ", verdict.hint)])]
+
+
+def _wrapped(label: str, text: str) -> str:
+    """One traceback line, wrapped at 100 columns: feedback shows a traceback as preformatted
+    text, where a long hint would run off the right edge of the page."""
+    return textwrap.fill(text, width=100, initial_indent=label, subsequent_indent=" " * len(label),
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def unknown_cell_outputs(grade_id: str) -> list:

@@ -281,6 +281,32 @@ def _autograde(args) -> int:
     return 0 if result.ok else 1
 
 
+def _gradebook(args) -> int:
+    """Is the course's gradebook reachable; or move it into an empty server database."""
+    from .errors import LucyError
+    from .gradebook import check_reachable, course_db_url, migrate
+
+    try:
+        url = course_db_url(Path(args.course))
+        if args.action == "check":
+            check_reachable(url)
+            print(f"gradebook reachable: {url}")
+            return 0
+        if not args.to:
+            print("lucy gradebook migrate: name the empty database to move into, with --to URL", file=sys.stderr)
+            return 2
+        moved = migrate(url, args.to)
+    except LucyError as error:
+        print(f"lucy gradebook: {error}", file=sys.stderr)
+        return 2
+    for table, count in moved.rows:
+        print(f"{table}: {count} rows")
+    print(f"\nmoved {sum(n for _, n in moved.rows)} rows from {moved.source} to {moved.target}.\n"
+          f"Now set, in nbgrader_config.py:  c.CourseDirectory.db_url = {moved.target!r}\n"
+          "(the old gradebook stays as it was: keep it until the new one has served a grading run)")
+    return 0
+
+
 def _solutions_book(args) -> int:
     """The worked answers, printed from the solution cells of source/ (never stored twice)."""
     from .solutions import solutions_book
@@ -403,6 +429,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh-cases", action="store_true",
                    help="measure again the rows each educator case fails (after the cases or the rows changed)")
     p.set_defaults(func=_report)
+    p = sub.add_parser("gradebook", help="check that the course's gradebook can be reached, or move it into an "
+                                         "empty server database (SQLite to PostgreSQL)")
+    p.add_argument("action", choices=("check", "migrate"))
+    p.add_argument("--to", help="for migrate: the empty database's URL, e.g. postgresql+psycopg://lucy@127.0.0.1:5432/lucy_ch07")
+    p.add_argument("--course", default=".", help="the course directory (default: this folder)")
+    p.set_defaults(func=_gradebook)
     p = sub.add_parser("solutions-book", help="print the worked answers from source/ (for educators)")
     p.add_argument("--out")
     p.add_argument("--source", default="source", help="the folder of reference notebooks")

@@ -45,6 +45,7 @@ The tree:
     - SchedulerUnreachable: ``lucy autograde --scheduler`` could not reach the Dask scheduler,
       or the scheduler and this client did not accept each other's TLS certificates
     - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
+    - GradebookUnreachable: a server gradebook did not take the connection (and says why)
     - BenchFailed: the reference did not do the work ``make bench`` timed
 
 Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
@@ -215,6 +216,10 @@ class SchedulerUnreachable(EducatorError):
 
 class GradebookUnreadable(EducatorError):
     """The course's nbgrader configuration names no gradebook that can be read."""
+
+
+class GradebookUnreachable(EducatorError):
+    """A server gradebook did not take the connection: no server, no role, no password, no database."""
 
 
 class BenchFailed(EducatorError):

@@ -92,3 +92,76 @@ def test_the_course_gradebook_url_comes_from_its_config_and_defaults_to_gradeboo
 def test_a_folder_without_nbgrader_config_is_refused_with_a_clear_error(tmp_path):
     with pytest.raises(GradebookUnreadable, match="no nbgrader_config.py"):
         course_db_url(tmp_path)
+
+
+# --- a server gradebook: a clear reason when it cannot be reached, and moving into one ------------
+
+def test_a_server_that_does_not_answer_is_named_with_how_to_start_it():
+    import socket
+
+    from lucy_runtime.gradebook import GradebookUnreachable, check_reachable
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(GradebookUnreachable, match=rf"no PostgreSQL server answers at 127.0.0.1:{port}: start it"):
+        check_reachable(f"postgresql+psycopg://lucy@127.0.0.1:{port}/lucy_ch07")
+    check_reachable("sqlite:///nowhere/gradebook.db")  # a file nbgrader makes as needed
+
+
+@pytest.mark.slow
+def test_no_role_no_password_and_a_wrong_password_are_each_named_with_what_to_do(tmp_path, monkeypatch):
+    from sqlalchemy.engine import make_url
+
+    from lucy_runtime.gradebook import GradebookUnreachable, check_reachable
+
+    from .pg import postgres
+
+    with postgres("lucy_ch07", role=("lucy", "right-password")) as url:
+        where = f"127.0.0.1:{make_url(url).port}"
+        monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
+        with pytest.raises(GradebookUnreachable, match="asks role 'lucy' for a password and none was given"):
+            check_reachable(url)
+        pgpass = tmp_path / "pgpass"
+        pgpass.write_text(f"{where}:lucy_ch07:lucy:wrong-password\n")
+        pgpass.chmod(0o600)
+        monkeypatch.setenv("PGPASSFILE", str(pgpass))
+        with pytest.raises(GradebookUnreachable, match="refused role 'lucy' with the password given"):
+            check_reachable(url)
+        pgpass.write_text(f"{where}:lucy_ch07:lucy:right-password\n")
+        check_reachable(url)
+    with postgres("lucy_ch07") as trusting:  # a server that trusts loopback says so when a role is missing
+        with pytest.raises(GradebookUnreachable, match="has no role 'nobody-here'"):
+            check_reachable(trusting.replace("postgres@", "nobody-here@"))
+        with pytest.raises(GradebookUnreachable, match="has no database 'lucy_ch08'"):
+            check_reachable(trusting.replace("/lucy_ch07", "/lucy_ch08"))
+
+
+@pytest.mark.slow
+def test_a_gradebook_moves_from_sqlite_into_an_empty_postgresql_database_row_for_row(tmp_path, empty_gradebook):
+    from lucy_runtime.gradebook import migrate
+
+    from .pg import postgres
+
+    path = tmp_path / "gradebook.db"
+    shutil.copy(empty_gradebook, path)
+    source = f"sqlite:///{path}"
+    with Gradebook(source) as gb:
+        gb.add_assignment("ch07_unit_a")
+        gb.add_notebook("ch07_unit_a", "ch07_unit_a")
+        gb.add_grade_cell("row_finish_atomic", "ch07_unit_a", "ch07_unit_a", max_score=2, cell_type="code")
+        for student in ("ada", "bea"):
+            gb.add_student(student, first_name=student.title())
+            gb.add_submission("ch07_unit_a", student)
+        grade = gb.find_grade("row_finish_atomic", "ch07_unit_a", "ch07_unit_a", "ada")
+        grade.auto_score = 2
+        gb.db.commit()
+    with postgres("lucy_ch07") as url:
+        moved = migrate(source, url)
+        assert dict(moved.rows)["student"] == 2 and dict(moved.rows)["grade"] == 2
+        with Gradebook(url) as gb:
+            assert {s.id: s.first_name for s in gb.students} == {"ada": "Ada", "bea": "Bea"}
+            assert gb.find_submission("ch07_unit_a", "ada").score == 2
+            assert gb.find_submission("ch07_unit_a", "bea").score == 0
+        with pytest.raises(GradebookUnreadable, match="already holds rows"):
+            migrate(source, url)  # nothing is merged into a gradebook in use

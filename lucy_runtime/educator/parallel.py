@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
-from ..gradebook import course_db_url
+from ..gradebook import check_reachable, course_db_url
 from .scheduler import TlsFiles, connect
 
 
@@ -222,6 +222,7 @@ def _check_gradebook(db_url: str, assignment: str) -> None:
     """The gradebook exists and knows the assignment before any job starts (no job creates the schema)."""
     from nbgrader.api import Gradebook, MissingEntry  # noqa: PLC0415 - deferred: nbgrader takes seconds to import
 
+    check_reachable(db_url)  # a clear reason, not nbgrader's advice to upgrade the database
     with Gradebook(db_url) as gb:
         try:
             gb.find_assignment(assignment)

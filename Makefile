@@ -19,8 +19,10 @@ PYTEST_JOBS ?= -n 2 --dist loadfile --no-loadscope-reorder
 FAST_JOBS ?= -n 3 --dist loadfile --no-loadscope-reorder
 POSTGRES := $(VENV)/.postgres
 FAST_START := $(VENV)/.fast-start
-# mermaid.js for the book's diagrams, from npm (pinned to what sphinxcontrib-mermaid 2.1 expects).
-MERMAID := $(VENV)/node/node_modules/mermaid/dist/mermaid.esm.min.mjs
+# What the book's pages run in the reader's browser, from npm, copied into the site so it works
+# offline: mermaid.js for the diagrams (pinned to what sphinxcontrib-mermaid 2.1 expects),
+# ipywidgets' embed script and require.js (what myst-nb expects), MathJax 3.
+MERMAID := $(VENV)/node/.book-assets
 
 .PHONY: bytecode course demo test test-fast lab formgrader release check mutation bench book clean help
 
@@ -80,7 +82,9 @@ $(MERMAID): $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
 	  else echo "The book's diagrams need npm: sudo apt-get install -y nodejs npm"; exit 1; fi; }
-	npm install --prefix $(VENV)/node --no-audit --no-fund --silent mermaid@11.12.1
+	npm install --prefix $(VENV)/node --no-audit --no-fund --silent mermaid@11.12.1 requirejs@2.3.7 \
+	  @jupyter-widgets/html-manager@1.0.6 mathjax@3.2.2
+	touch $(MERMAID)
 
 # Every Jupyter command in .venv starts without the IRI grammar jsonschema would build
 # (1.6 s or more: lucy_runtime/nbgrader_main.py), the README's plain `nbgrader` included.

@@ -6,8 +6,10 @@ Book and the released notebooks (stubs, no solutions). The educator edition adds
 educator guide, the Solutions Book generated from ``source/`` and the reference
 notebooks, executed so every experiment shows its output.
 
-Mermaid diagrams are drawn in the reader's browser by mermaid.js, which the build
-copies from the npm package into the site: a built site needs no network.
+Mermaid diagrams are drawn in the reader's browser by mermaid.js, widgets by
+ipywidgets' embed script (with require.js), formulas by MathJax: the build copies each
+from its npm package into the site, so a built site needs no network (a course server
+may be offline).
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ LEARNER_PAGES = ("manuscript.md", "exercise-book.md")
 EDUCATOR_PAGES = ("educator-guide.md", "solutions-book.md")
 
 
+WIDGET_SCRIPTS = ("widgets/require.js", "widgets/html-manager/embed-amd.js")
+"""Under the site's _static, what myst-nb would fetch from a CDN: require.js, and ipywidgets'
+embed script, which loads its chunks and fonts from beside itself."""
+MATHJAX = "mathjax/es5"
+"""MathJax 3's browser bundle in node_modules: tex-mml-chtml.js and the fonts it loads beside it."""
+
+
 def default_mermaid() -> Path:
     """Where `make book` puts mermaid.js: beside the virtualenv that runs this code."""
     return Path(sys.prefix) / "node" / "node_modules" / "mermaid" / "dist"
@@ -75,6 +84,9 @@ def _config(edition: Edition) -> str:
             "config": {
                 "myst_fence_as_directive": ["mermaid"],
                 "mermaid_use_local": "mermaid/mermaid.esm.min.mjs",
+                # Paths under _static: myst-nb and Sphinx would fetch these from CDNs.
+                "nb_ipywidgets_js": {site: {} for site in WIDGET_SCRIPTS},
+                "mathjax_path": "mathjax/tex-mml-chtml.js",
                 "mermaid_fullscreen": False,
                 "html_static_path": ["_static"],
                 "suppress_warnings": ["myst.header", "mystnb.unknown_mime_type"],
@@ -121,6 +133,20 @@ def stage(repo: Path, edition: Edition, into: Path, mermaid_dist: Path | None = 
     static.mkdir(parents=True)
     shutil.copy2(mermaid_dist / "mermaid.esm.min.mjs", static)
     shutil.copytree(mermaid_dist / "chunks" / "mermaid.esm.min", static / "chunks" / "mermaid.esm.min")
+    modules = mermaid_dist.parent.parent  # node_modules
+    for needed in ("requirejs/require.js", "@jupyter-widgets/html-manager/dist/embed-amd.js"):
+        if not (modules / needed).exists():
+            raise BookBuildFailed(f"{needed} is not in {modules}: run `make book`, which installs it with npm")
+    (into / "_static" / "widgets").mkdir()
+    shutil.copy2(modules / "requirejs" / "require.js", into / "_static" / "widgets" / "require.js")
+    shutil.copytree(modules / "@jupyter-widgets" / "html-manager" / "dist", into / "_static" / "widgets" / "html-manager",
+                    ignore=shutil.ignore_patterns("*.map"))
+    if not (modules / MATHJAX / "tex-mml-chtml.js").exists():
+        raise BookBuildFailed(f"MathJax is not in {modules}: run `make book`, which installs it with npm")
+    mathjax = into / "_static" / "mathjax"
+    mathjax.mkdir()
+    shutil.copy2(modules / MATHJAX / "tex-mml-chtml.js", mathjax)
+    shutil.copytree(modules / MATHJAX / "output" / "chtml" / "fonts", mathjax / "output" / "chtml" / "fonts")
     (into / "_config.yml").write_text(_config(edition), encoding="utf-8")
     (into / "_toc.yml").write_text(_toc(edition, notebooks, repo), encoding="utf-8")
     return into

@@ -327,7 +327,7 @@ def _book(args) -> int:
     for edition in editions:
         print(f"building the {edition.value} edition ...", flush=True)
         try:
-            built = build(Path.cwd(), edition, Path(args.out), Path(args.mermaid) if args.mermaid else None)
+            built = build(Path.cwd(), edition, Path(args.out).resolve(), Path(args.mermaid) if args.mermaid else None)
         except BookBuildFailed as problem:
             print(f"BOOK NOT BUILT: {problem}")
             return 1

@@ -6,6 +6,7 @@ load from file://). Screenshots land in artifacts/.
 
 from __future__ import annotations
 
+import re
 import functools
 import threading
 from contextlib import contextmanager
@@ -61,11 +62,29 @@ def served(folder):
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
     """Both editions built, and what the build left in the temporary folder."""
+    """Both editions built as `make book` builds them (`lucy book --out` a path relative to the
+    checkout: a fresh clone once failed there), and what the build left in the temporary folder."""
+    import os
+
+    from lucy_runtime.cli import main
+
     out, tmp = tmp_path_factory.mktemp("book"), tmp_path_factory.mktemp("tmp")
     with pytest.MonkeyPatch.context() as patch:
         temporary_folder_at(patch, tmp)
-        built = {edition: build(REPO, edition, out) for edition in Edition}
+        patch.chdir(REPO)
+        assert main(["book", "--out", os.path.relpath(out, REPO)]) == 0
+    built = {edition: stage_built(out, edition) for edition in Edition}
     return built, sorted(p.name for p in tmp.iterdir())
+
+
+def stage_built(out, edition):
+    """What `lucy book` built for ``edition`` under ``out``, as ``build`` returns it."""
+    from lucy_runtime.book import BuiltBook
+
+    html = out / edition.value / "_build" / "html"
+    assert html.is_dir(), f"no {edition.value} edition under {out}"
+    return BuiltBook(edition, html, tuple(sorted(str(p.relative_to(html)) for p in html.rglob("*.html")
+                                                 if "_static" not in p.parts)))
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +93,30 @@ def sites(book):
 
 
 @pytest.mark.slow
+def test_no_page_of_either_edition_loads_anything_from_outside_the_site(sites):
+    """Widget scripts, require.js and MathJax come from the site's own _static, like mermaid.js."""
+    for built in sites.values():
+        pages = [p for p in built.html.rglob("*.html") if "_static" not in p.parts]
+        outside = {f"{p.relative_to(built.html)}: {m}" for p in pages
+                   for m in re.findall(r'(?:src|href)="(https?://[^"]+\.(?:js|mjs|css)[^"]*)"', p.read_text())}
+        assert outside == set(), sorted(outside)[:5]
+        assert (built.html / "_static" / "widgets" / "html-manager" / "embed-amd.js").exists()
+        assert (built.html / "_static" / "mathjax" / "tex-mml-chtml.js").exists()
+
+
 def test_building_the_book_leaves_no_notebook_workspace_in_the_temporary_folder(book):
     assert book[1] == []
 
 
+OUTSIDE: list[str] = []
+"""Every request a page of the built book made to anywhere but the test's own server."""
+
+
 def open_page(browser, url, shot):
     page = browser.new_page(viewport={"width": 1200, "height": 900})
+    base = url.split("/", 3)[:3]
+    page.on("request", lambda r: OUTSIDE.append(r.url) if r.url.split("/", 3)[:3] != base
+            and not r.url.startswith(("data:", "blob:")) else None)
     page.goto(url)
     page.wait_for_load_state("networkidle")
     page.screenshot(path=str(ARTIFACTS / shot))
@@ -120,3 +157,4 @@ def test_both_editions_open_in_a_browser_with_their_pages_diagrams_and_notebooks
             page = open_page(browser, f"{base}/chapters/ch07/solutions-book.html", "book-educator-solutions.png")
             assert "deliver_one" in page.locator("main").inner_text()
         browser.close()
+    assert OUTSIDE == [], "an offline course server serves every script, style and font the book needs"

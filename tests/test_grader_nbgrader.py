@@ -10,6 +10,7 @@ import pytest
 from lucy_runtime.educator.alternatives import ALTERNATIVES
 from lucy_runtime.educator.cases import CASES, Case, Edit
 from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+from lucy_runtime.educator.tampers import TAMPERS
 from lucy_runtime.educator.verify import verify
 
 pytestmark = pytest.mark.nbgrader
@@ -44,16 +45,21 @@ def sample(cases: tuple[Case, ...]) -> tuple[Case, ...]:
     return tuple(c for c in cases if c.name in THROUGH_NBGRADER)
 
 
+LIMIT_TAMPERS = ("memory-without-end", "fork-without-end", "print-without-end", "fill-the-temporary-folder",
+                 "sleep-forever", "close-its-own-streams")
+"""Tamper cases `make demo` grades and this verify leaves to tests/test_hostile_class.py, which grades
+the same tricks through nbgrader (both ways, beside honest submissions) and checks what each is told."""
+TAMPERS_HERE = tuple(t for t in TAMPERS if t.name not in LIMIT_TAMPERS)
+
+
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory):
     """One real verify for the module: the sample above, every tamper, and the planted survivor."""
     return verify(cases=sample(CASES + PRACTICE_CASES) + (HARMLESS,), alternatives=sample(ALTERNATIVES + PRACTICE_ALTERNATIVES),
-                  workdir=tmp_path_factory.mktemp("verify"))
+                  tampers=TAMPERS_HERE, workdir=tmp_path_factory.mktemp("verify"))
 
 
 def test_the_sample_names_real_cases_and_every_case_a_tamper_rides_on():
-    from lucy_runtime.educator.tampers import TAMPERS
-
     known = {c.name for c in CASES + PRACTICE_CASES + ALTERNATIVES + PRACTICE_ALTERNATIVES}
     assert set(THROUGH_NBGRADER) <= known
     assert {t.honest for t in TAMPERS} - {"blank-release", "reference"} <= set(THROUGH_NBGRADER)
@@ -133,10 +139,9 @@ def test_feedback_for_every_submission_and_exported_grades_equal_the_gradebook(v
 
 # --- tampering: every trick scores no more than the honest submission beneath it ----------------------
 
-from lucy_runtime.educator.tampers import TAMPERS  # noqa: E402
 
 
-@pytest.mark.parametrize("tamper", TAMPERS, ids=lambda t: t.name)
+@pytest.mark.parametrize("tamper", TAMPERS_HERE, ids=lambda t: t.name)
 def test_no_tamper_case_outscores_the_honest_submission_beneath_it(verified, tamper):
     pairs = {(t.name, t.unit): base for t, base in verified.tampering()}
     base = pairs[(tamper.name, tamper.unit)]
@@ -151,16 +156,11 @@ def test_no_learner_code_reached_the_answer_server_on_the_grading_machine(verifi
     assert entry(verified, "fetch-the-answer").graded.score == 0
 
 
-@pytest.mark.parametrize("name", ["memory-without-end", "print-without-end", "sleep-forever"])
-def test_a_submission_stopped_by_a_limit_is_graded_and_says_which(verified, name):
-    import glob
+def test_every_limit_tamper_case_is_a_trick_of_the_hostile_class():
+    from .test_hostile_class import NAMED
 
-    student = name.replace("-", "_")
-    [path] = glob.glob(str(verified_root(verified) / "course-*" / "autograded" / student / "ch07_unit_a" / "*.ipynb"))
-    text = open(path, encoding="utf-8").read()
-    assert {"memory-without-end": "memory", "print-without-end": "output limit",
-            "sleep-forever": "CellTimeoutError"}[name] in text
-    assert entry(verified, name).graded.score == entry(verified, "reference").graded.score
+    assert {t.name for t in TAMPERS} - {t.name for t in TAMPERS_HERE} == set(LIMIT_TAMPERS)
+    assert set(NAMED) | {"close-std"} == {"memory", "fork", "print", "fill-tmp", "sleep", "close-std"}
 
 
 @pytest.mark.parametrize("name", ["rebind-grade", "display-ok", "last-value-string"])
@@ -184,7 +184,7 @@ def verified_root(report):
     return report.root
 
 
-@pytest.mark.parametrize("tamper", [t for t in TAMPERS if t.honest != "blank-release"], ids=lambda t: t.name)
+@pytest.mark.parametrize("tamper", [t for t in TAMPERS_HERE if t.honest != "blank-release"], ids=lambda t: t.name)
 def test_lucy_check_and_the_gradebook_agree_on_a_tamper_case(verified, tamper):
     import glob
     from pathlib import Path

@@ -6,7 +6,12 @@
    run end to end through the learner's own ``admit``, ``work_once`` and ``deliver_one``,
    including a capacity refusal on each path: recorded and (on Telegram) answered "busy".
 
-Learner code runs only in forked children, exactly as in the checker.
+Learner code runs only in forked children, exactly as in the checker, and in the notebooks'
+kernels. Where the machine gives the grading sandbox (``sandbox.py``), ``run_checkpoint_isolated``
+runs the whole checkpoint inside it, on a copy of the notebooks: the course, the network and
+the machine beyond the limits are out of reach, as under ``nbgrader autograde``. The verdict
+is the learner's own gate to Chapter 8, not a grade: code that runs as the same user as the
+checkpoint could forge it, and would only fool its author.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import closing
@@ -23,12 +30,14 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
-from .checker import SourceLearner, run_rows
+from . import sandbox
+from .checker import SEALED_ENV, SourceLearner, run_rows
 from .checker.harness import Ctx, Harness
 from .checker.kit import Row, row
 from .checker.results import CheckReport, RowResult
 from .checker.faults import KillAt
 from .checker.rows import ROWS, Fail, ok, seen
+from .limits import Limits, group_label, make_cgroup
 from .notebook import UNITS, find_notebooks, learner_implementation
 
 CHECKPOINT_ROWS: dict[str, Row] = {}
@@ -317,6 +326,70 @@ def run_checkpoint(folder: str | os.PathLike, *, execute: bool = True, seed: int
     return CheckpointReport(tuple(results), round(time.monotonic() - started, 1))
 
 
+RESULT_MARK = "lucy-checkpoint-result: "
+"""Starts the line on which ``python -m lucy_runtime.checkpoint --inside`` prints its results."""
+
+
+def run_checkpoint_isolated(folder: str | os.PathLike, *, execute: bool = True, seed: int | None = None,
+                            limits: Limits | None = None, log=None) -> CheckpointReport:
+    """``run_checkpoint`` inside the grading sandbox, on a copy of ``folder``; where this machine
+    gives no sandbox, as it is, after the one warning line that says so."""
+    box = sandbox.detect()
+    if not box.isolated:
+        sandbox._warn_once(box, log)
+        return run_checkpoint(folder, execute=execute, seed=seed)
+    limits = limits or Limits()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="lucy-checkpoint-box-") as scratch:
+        scratch = os.path.realpath(scratch)
+        work = Path(scratch) / "notebooks"
+        skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+
+        def ignore(where: str, names: list[str]) -> set[str]:  # the scratch folder may sit inside ``folder``
+            return set(skip(where, names)) | {n for n in names if os.path.join(where, n) == scratch}
+
+        shutil.copytree(folder, work, symlinks=True, ignore=ignore)
+        if box.drops_user and box.uid is not None and box.gid is not None:
+            for root, dirs, files in os.walk(work):
+                os.lchown(root, box.uid, box.gid)
+                os.chmod(root, 0o755)  # bwrap enters it before it drops to the grader user
+                for name in dirs + files:
+                    os.lchown(os.path.join(root, name), box.uid, box.gid)
+        group, why = make_cgroup(limits, f"checkpoint-{group_label(folder)}")
+        if group is None:
+            sandbox._warn_limits_once(why, log)
+        argv = [sys.executable, "-m", "lucy_runtime.checkpoint", "--inside", str(work)]
+        argv += ([] if execute else ["--no-execute"]) + ([] if seed is None else ["--seed", str(seed)])
+        # The notebooks' own check() cells run their rows, as on the learner's machine (not as under autograde).
+        argv = box.command(argv, workdir=work, limits=limits if group is None else limits.bounded_by_cgroup(),
+                           env={SEALED_ENV: ""})
+        if group is not None:
+            argv = group.wrap(argv)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, cwd="/", env={"PATH": "/usr/bin:/bin"},
+                                  timeout=limits.wall_seconds)
+        except subprocess.TimeoutExpired:
+            return _stopped(f"the checkpoint did not finish within the wall time limit ({limits.wall_seconds} s)",
+                            started)
+        finally:
+            if group is not None:
+                breaches = group.breaches(limits)
+                group.close()
+        found = [line[len(RESULT_MARK):] for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
+        if not found:
+            said = "; ".join(f"the {b} limit" for b in breaches) if group is not None and breaches else \
+                f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
+            return _stopped(f"the checkpoint stopped before it could report ({said})", started)
+        results = tuple(RowResult(**r) for r in json.loads(found[-1]))
+    return CheckpointReport(results, round(time.monotonic() - started, 1))
+
+
+def _stopped(why: str, started: float) -> CheckpointReport:
+    return CheckpointReport((RowResult("checkpoint-ran", False, why, "Look for code that allocates, forks, writes or "
+                                       "waits without end: the checkpoint runs within the grading limits.", 0.0),),
+                            round(time.monotonic() - started, 1))
+
+
 def save_record(report: CheckpointReport, folder: Path, records: Path) -> Path:
     records.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -328,3 +401,25 @@ def save_record(report: CheckpointReport, folder: Path, records: Path) -> Path:
 
 def table(report: CheckpointReport) -> str:
     return repr(CheckReport(report.results, "Checkpoint ch07 (before Chapter 8: Telegram)"))
+
+
+def _inside(argv: list[str]) -> int:
+    """``python -m lucy_runtime.checkpoint --inside DIR [--no-execute] [--seed N]``: the checkpoint in
+    the sandbox, its results on one line of stdout after ``RESULT_MARK``."""
+    import argparse  # noqa: PLC0415 - only this entry point parses arguments
+
+    parser = argparse.ArgumentParser(prog="python -m lucy_runtime.checkpoint")
+    parser.add_argument("--inside", required=True)
+    parser.add_argument("--no-execute", action="store_true")
+    parser.add_argument("--seed", type=int)
+    args = parser.parse_args(argv)
+    report = run_checkpoint(args.inside, execute=not args.no_execute, seed=args.seed)
+    print(RESULT_MARK + json.dumps([asdict(r) for r in report.results]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    # Run in the importable module, as the sandbox's orchestrator does: one registry of checkpoint rows.
+    from lucy_runtime import checkpoint as _module
+
+    raise SystemExit(_module._inside(sys.argv[1:]))

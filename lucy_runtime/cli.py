@@ -336,12 +336,12 @@ def _book(args) -> int:
 
 
 def _checkpoint(args) -> int:
-    from .checkpoint import run_checkpoint, save_record, table
+    from .checkpoint import run_checkpoint_isolated, save_record, table
 
     if args.chapter != "ch07":
         print(f"this runtime holds the chapter 7 checkpoint only, not {args.chapter!r}")
         return 2
-    report = run_checkpoint(args.notebook_dir, execute=not args.no_execute)
+    report = run_checkpoint_isolated(args.notebook_dir, execute=not args.no_execute)
     print(table(report))
     record = save_record(report, Path(args.notebook_dir), Path(args.records))
     print(f"\nrecord saved to {record}")

@@ -68,3 +68,65 @@ def test_the_checkpoint_says_when_a_unit_is_missing(tmp_path):
     shutil.rmtree(folder / "ch07_unit_b")
     done = checkpoint(folder)
     assert done.returncode == 1 and "all of ch07_unit_a, ch07_unit_b, ch07_practice are needed" in done.stdout
+
+
+CHECKPOINT_TRICK = '''
+import json as _j, os as _o, socket as _s
+def _lucy_report(**data):
+    flag = f"/tmp/.lucy-checkpoint-trick-{__name__}"
+    if _o.path.exists(flag):
+        return
+    open(flag, "w").close()
+    try:
+        with _s.create_connection(("127.0.0.1", HOST_PORT), timeout=3):
+            reached = "connected"
+    except OSError as error:
+        reached = type(error).__name__
+    data.update(where=__name__, uid=_o.getuid(), reached=reached, sees_repo=_o.path.exists(REPO + "/source"))
+    with _s.socket(_s.AF_UNIX) as c:
+        c.settimeout(5)
+        c.connect(CHANNEL)
+        c.sendall(_j.dumps(data).encode())
+_lucy_report()
+'''
+
+
+@pytest.mark.slow
+def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
+    """Kernel and row children alike: no course in sight, no service on the machine's loopback, the grader user."""
+    import socket
+
+    from lucy_runtime import sandbox
+    from lucy_runtime.cells import is_learner_owned
+
+    from .test_grading_isolation import Listener
+
+    box = sandbox.detect()
+    assert box.isolated, f"this test proves the checkpoint's sandbox, and there is none: {box.reason}"
+    listener = Listener(tmp_path / "channel")
+    host = socket.create_server(("127.0.0.1", 0))
+    host.settimeout(0.5)
+    (tmp_path / "learner").mkdir()
+    folder = learner_folder(tmp_path / "learner")
+    path = folder / "ch07_unit_a" / "ch07_unit_a.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    cell = next(c for c in nb.cells if is_learner_owned(c))
+    cell.source = (f"CHANNEL = {listener.path!r}\nHOST_PORT = {host.getsockname()[1]}\nREPO = {str(REPO)!r}\n"
+                   + CHECKPOINT_TRICK + cell.source)
+    nbformat.write(nb, str(path))
+    with listener.open_to_the_sandbox():
+        done = checkpoint(folder, tmp=tmp_path)
+    reached = 0
+    try:
+        while True:
+            host.accept()[0].close()
+            reached += 1
+    except OSError:
+        host.close()
+    seen = [r for _, r in listener.reports]
+    assert {r["where"] for r in seen} == {"__main__", "learner"}, (seen, done.stdout[-2000:])
+    assert all(r["reached"] != "connected" and not r["sees_repo"] for r in seen), seen
+    if box.drops_user:
+        assert {r["uid"] for r in seen} == {box.uid}
+    assert reached == 0
+    assert done.returncode == 0, done.stdout[-2000:]  # the trick hurts nothing the checkpoint checks

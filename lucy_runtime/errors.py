@@ -10,6 +10,8 @@ The tree:
 * LucyError: the root; catch it to catch every error below
   + InvalidField: a value given to the runtime has the wrong type, size or form
     (also ``ValueError`` and ``TypeError``)
+  + UnknownName: a session, ticker, row, topic or cell nobody defined (also ``KeyError``)
+  + NotebooksNotFound: a folder holds none of the chapter's notebooks (also ``FileNotFoundError``)
   + StoreMisuse: the store used in a way that would lose or corrupt committed state
   + TransportMisuse: the sender boundary given something it cannot send
   + FenceError: ``finish`` given a claim that is not the work's current claim
@@ -22,6 +24,12 @@ The tree:
     - ContractBroken: a learner function returned what its contract does not name
       (also ``TypeError``)
       . ReturnedNothing: it returned None
+    - Fail: a row does not hold; the checker turns it into the row's failing verdict
+    - Disagreement: the model-based row's store and model disagree (also ``AssertionError``)
+    - InjectedFault: a database error the checker raised on purpose (also ``sqlite3.OperationalError``)
+    - ForkServerGone: the process that forks a row's runs is gone (also ``ChildProcessError``)
+    - CheckerFault: the checker's own contract broke, never the learner's fault (also ``AssertionError``)
+    - AnswerUnreadable: a message the checker does not send or expect (also ``ValueError``)
     - ObserverFailed: the process that reads the files a row left failed
       (also ``RuntimeError``)
     - CheckerProcessGone: the checker process that runs rows apart ended before it answered
@@ -38,7 +46,7 @@ The tree:
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
     - MutationToolFailed: cosmic-ray failed or is missing (also ``RuntimeError``)
     - UnknownCase: a case, alternative or tamper case named that the course does not have
-      (also ``LookupError``)
+      (also ``KeyError``)
     - BookBuildFailed: jupyter-book did not produce the book's site
     - NothingToGrade: ``lucy autograde`` found no such assignment or no submission of it, or
       ``lucy report`` no graded submission to report on
@@ -53,6 +61,8 @@ Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 from pathlib import Path
 from typing import Any
@@ -72,6 +82,19 @@ class InvalidField(LucyError, ValueError, TypeError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+class UnknownName(LucyError, KeyError):
+    """A name the runtime does not know: a session, a ticker, a row, a topic, a learner cell.
+
+    Also ``KeyError``, printed without the quotes ``KeyError`` adds."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class NotebooksNotFound(LucyError, FileNotFoundError):
+    """A folder holds none of the chapter's unit notebooks."""
 
 
 class StoreMisuse(LucyError):
@@ -148,6 +171,39 @@ class CheckerProcessGone(CheckerError, RuntimeError):
     """The checker process (checker/process.py) ended before it answered."""
 
 
+class CheckerFault(CheckerError, AssertionError):
+    """The checker's own contract broke (a child answered without what it always sends, a row
+    registered twice, a scenario's setup did not hold): never the learner's fault, never a pass."""
+
+
+class AnswerUnreadable(CheckerError, ValueError):
+    """A child's or a checker process's message is not one the checker sends or expects."""
+
+
+class Fail(LucyError):
+    """A row does not hold: ``observation`` says what was seen, ``hint`` what to look at.
+
+    Raised inside a row and turned into its failing verdict; never seen outside the checker."""
+
+    def __init__(self, observation: str, hint: str | None = None):
+        super().__init__(observation)
+        self.observation = observation
+        self.hint = hint
+
+
+class Disagreement(CheckerError, AssertionError):
+    """The model-based row's store and its model of the queue disagree after a step."""
+
+
+class InjectedFault(CheckerError, sqlite3.OperationalError):
+    """A database error the checker raised on purpose (the disk said no): to learner code, an
+    ``sqlite3.OperationalError`` like any other."""
+
+
+class ForkServerGone(CheckerError, ChildProcessError):
+    """The process that forks a row's runs is gone (learner code outside the sandbox can kill it)."""
+
+
 class GradeFailure(CheckerError, AssertionError):
     """Raised in a hidden test cell when a row does not hold. Shown without a traceback wall."""
 
@@ -197,8 +253,13 @@ class MutationToolFailed(EducatorError, RuntimeError):
         super().__init__(f"{' '.join(command)} failed:\n{output[-3000:]}")
 
 
-class UnknownCase(EducatorError, LookupError):
-    """A case, alternative or tamper case was named that the course does not have."""
+class UnknownCase(EducatorError, KeyError):
+    """A case, alternative or tamper case was named that the course does not have.
+
+    Also ``KeyError``, printed without the quotes ``KeyError`` adds."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class BookBuildFailed(EducatorError):

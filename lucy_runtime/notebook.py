@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import NotebooksNotFound
 from .cells import DEFINITIONS, definitions, grade_id, is_learner_cell, is_unmarked_code, used_names
 from .units import UNIT_NOTEBOOKS, UNITS  # noqa: F401 - re-exported: callers ask this module for the units
 
@@ -97,7 +98,7 @@ def learner_implementation(folder: str | Path) -> list[tuple[str, str]]:
     """(name, source) pairs for ``SourceLearner``: Unit A's cells, then Unit B's."""
     notebooks = find_notebooks(folder)
     if not notebooks:
-        raise FileNotFoundError(f"no ch07 unit notebooks under {folder}")
+        raise NotebooksNotFound(f"no ch07 unit notebooks under {folder}")
     return [(f"{c.unit}:{c.grade_id}", c.source) for nb in notebooks for c in learner_cells(nb)]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from .errors import UnknownName
 from .fields import require_id, require_int
 
 
@@ -58,5 +59,5 @@ class PriceBook:
         require_int("days", days, minimum=1)
         closes = _table().get(ticker.upper())
         if not closes:
-            raise KeyError(f"ticker: no prices for {ticker!r}; known tickers are {', '.join(self.tickers)}")
+            raise UnknownName(f"ticker: no prices for {ticker!r}; known tickers are {', '.join(self.tickers)}")
         return PriceWindow(ticker.upper(), closes[-days:])

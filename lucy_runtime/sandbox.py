@@ -423,7 +423,7 @@ def enter_child(*keep: int) -> None:
             os.setgid(gid)
             os.setuid(uid)
             if os.getuid() != uid or os.geteuid() != uid:
-                raise PermissionError("still privileged")
+                raise SandboxUnavailable("still privileged")
     except BaseException:
         os._exit(70)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InvalidField
+from .errors import InvalidField, UnknownName
 from .fields import require_id, require_int, require_str
 from .store import Migration, Store
 
@@ -80,7 +80,7 @@ class Sessions:
         require_str("text", text)
         with self._store.transaction() as tx:
             if tx.execute("SELECT 1 FROM lucy_session WHERE session_id = ?", (session_id,)).fetchone() is None:
-                raise LookupError(f"session_id: no session {session_id!r}; open it first")
+                raise UnknownName(f"session_id: no session {session_id!r}; open it first")
             seq = tx.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM lucy_turn WHERE session_id = ?", (session_id,)
             ).fetchone()[0]

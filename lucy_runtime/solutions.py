@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import NotebooksNotFound
 from .cells import IMPORTS_CELL, grade_id, is_grade, is_learner_owned, is_solution, strip_markers
 from .notebook import read
 
@@ -87,7 +88,7 @@ def solutions_book(folder: str | Path = "source") -> str:
              "notebooks of this edition.", ""]
     notebooks = source_notebooks(folder)
     if not notebooks:
-        raise FileNotFoundError(f"no notebooks under {folder}")
+        raise NotebooksNotFound(f"no notebooks under {folder}")
     for path in notebooks:
         lines += [f"## {path.stem}", "", "The names every answer below may use (the notebook's imports cell):", "",
                   "```python", imports_cell(path).strip(), "```", ""]

@@ -83,10 +83,10 @@ class FakeTelegram:
     def reset_update_ids(self, first_id: int) -> None:
         """A week without updates: the next update gets ``first_id`` and ids run on from there."""
         if isinstance(first_id, bool) or not isinstance(first_id, int) or first_id < 1:
-            raise ValueError(f"first_id: a positive integer, got {first_id!r}")
+            raise InvalidField("first_id", f"a positive integer, got {first_id!r}")
         with self._lock:
             if self._updates:
-                raise ValueError("the ids restart only after a quiet week: confirm the queued updates first")
+                raise InvalidField("first_id", "the ids restart only after a quiet week: confirm the queued updates first")
             self._next_update_id = first_id
             self._offset_forgotten = True
 

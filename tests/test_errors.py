@@ -93,3 +93,64 @@ def test_an_edit_whose_text_is_missing_does_not_apply():
 def test_an_edit_of_a_cell_without_a_solution_region_does_not_apply():
     with pytest.raises(EditDoesNotApply, match="no solution region"):
         Edit("finish", None, "x").apply("def finish(): pass\n")
+
+
+PROTOCOL = {"SystemExit": "how a command ends with its exit code",
+            "ArgumentTypeError": "what argparse asks of a type= function",
+            "AttributeError": "what a __getattr__ raises for a name it does not have"}
+"""Built-in exceptions a Python protocol requires by name; everything else comes from errors.py."""
+
+
+def _factories(paths) -> dict[str, str]:
+    """Function name -> the exception class its return annotation names, over ``paths``."""
+    import ast
+
+    return {f.name: f.returns.id for path in paths for f in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(f, ast.FunctionDef) and isinstance(f.returns, ast.Name) and f.returns.id.endswith(
+                ("Error", "Broken", "Fault", "Nothing"))}
+
+
+def _raises(path, returns=None):
+    """(line, what is raised, whether it is made there) for every ``raise`` of a module; a raised
+    call to a function whose return annotation names an exception counts as that exception."""
+    import ast
+
+    returns = returns or {}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", ast.dump(target))
+            yield node.lineno, returns.get(name, name), isinstance(node.exc, ast.Call)
+
+
+def test_every_raise_in_the_package_raises_from_the_tree_or_re_raises():
+    """A new exception comes from errors.py; a raise that is no call hands on what was caught."""
+    from pathlib import Path
+
+    package = Path(errors.__file__).parent
+    tree = {e.__name__ for e in PUBLIC}
+    wrong, modules = [], sorted(package.rglob("*.py"))
+    factories = _factories(modules)
+    for path in modules:
+        for line, name, made_here in _raises(path, factories):
+            if made_here and name not in tree | set(PROTOCOL):
+                wrong.append(f"{path.relative_to(package)}:{line}: raise {name}(...)")
+            elif not made_here and name[:1].isupper() and name not in tree:
+                wrong.append(f"{path.relative_to(package)}:{line}: raise {name}")
+    assert wrong == []
+
+
+def test_the_raise_check_finds_a_built_in_raised_on_purpose(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f(x):\n    if x:\n        raise KeyError(x)\n    try:\n        g()\n"
+                      "    except OSError as error:\n        raise error\n")
+    assert [(line, name) for line, name, made in _raises(module) if made] == [(3, "KeyError")]
+
+
+def test_a_name_nobody_defined_is_also_a_key_error_and_says_so_without_quotes():
+    from lucy_runtime.checker import select_rows
+
+    with pytest.raises(KeyError) as caught:
+        select_rows("no-such-topic")
+    assert isinstance(caught.value, errors.UnknownName) and str(caught.value).startswith("no rows for 'no-such-topic'")

@@ -15,7 +15,7 @@ import time
 import warnings
 from typing import Iterable
 
-from ..errors import GradeFailure, NotWrittenYet
+from ..errors import GradeFailure, NotWrittenYet, UnknownName
 from ..units import UNIT_NOTEBOOKS
 from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
@@ -33,7 +33,7 @@ def select_rows(topic: str) -> list[Row]:
     chosen = [r for r in ROWS.values() if r.topic == topic or r.unit == unit]
     if not chosen:
         known = ", ".join(sorted(TOPICS) + ["A", "B", "P", "all"])
-        raise KeyError(f"no rows for {topic!r}; try one of: {known}, or a row id from `lucy rows`")
+        raise UnknownName(f"no rows for {topic!r}; try one of: {known}, or a row id from `lucy rows`")
     return chosen
 
 
@@ -96,7 +96,7 @@ def grade(row_id: str, namespace: dict | None = None) -> None:
     Returns None on purpose: nbgrader would read a cell's final value as partial credit.
     """
     if row_id not in ROWS:
-        raise KeyError(f"unknown row {row_id!r}")
+        raise UnknownName(f"unknown row {row_id!r}")
     if os.environ.get(SEALED_ENV) == "sealed":
         # Under nbgrader autograde the verdict outside the kernel replaces this cell's outputs
         # (lucy_runtime/sealed.py): running the row here too would only double the time.

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
+from ..errors import AnswerUnreadable, ForkServerGone, InjectedFault
 from .. import sandbox, store
 
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,10 +144,6 @@ class _Channel:
 
 
 _channel: _Channel | None = None
-
-
-class InjectedFault(sqlite3.OperationalError):
-    """A database error the checker raised on purpose (the disk said no)."""
 
 
 def report_point(kind: str, sql: str) -> None:
@@ -349,7 +346,7 @@ class ForkServer:
         if pid is None:
             for fd in (result_r, control_r, reply_w):
                 os.close(fd)
-            raise ChildProcessError("the checker's fork server is gone")
+            raise ForkServerGone("the checker's fork server is gone")
         return _Child(pid, result_r, control_r, reply_w, plan, started, db=db, reap=self._reap)
 
     def _answer(self) -> int | None:
@@ -498,7 +495,7 @@ class Supervisor:
             if child.plan.stop_allowed:
                 return self._kill(child)
             return self._broken(child, "a request to stop where the checker planned none")
-        raise ValueError(verb)
+        raise AnswerUnreadable(verb)
 
     def _answer(self, child: _Child, point: Point, before: list[Point]) -> None:
         action = child.plan.decide(point, before, self)
@@ -593,7 +590,7 @@ def _decode(data: bytes, common: dict) -> ChildResult:
         if error is not None:
             error = LearnerError(**{k: error[k] for k in ("type_name", "message", "where", "line", "harness")})
         if status not in (Status.RETURNED, Status.RAISED):
-            raise ValueError(status)
+            raise AnswerUnreadable(status)
         return ChildResult(status, payload.get("value"), error, str(payload.get("output", "")), **common)
     except (ValueError, KeyError, TypeError):
         return ChildResult(Status.DIED, value="the process's answer could not be read", **common)

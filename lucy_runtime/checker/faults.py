@@ -15,6 +15,7 @@ statement with RETURNING.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import Any, Callable
 
 from .child import CRASH_KINDS, PROBE, Action, InjectedFault, Plan, Point, Probe, Supervisor
@@ -147,7 +148,7 @@ class CountPoints:
             self.points.append(Point(kind, sql).describe())
 
 
-class _AtWrite:
+class _AtWrite(ABC):
     """Does something just before the ``n``-th write sent through the store (commits not counted)."""
 
     def __init__(self, n: int):
@@ -159,8 +160,9 @@ class _AtWrite:
             if self.seen == self.n:
                 self.act()
 
+    @abstractmethod
     def act(self) -> None:
-        raise NotImplementedError
+        """What happens at that write."""
 
 
 class CrashAtWrite(_AtWrite):

@@ -16,6 +16,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import CheckerFault, Fail
 from ..limits import explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
@@ -25,15 +26,6 @@ from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
 from .series import Kept, Series
 from .observe import Snapshot, _find_table
 from .stub import is_stub_error
-
-
-class Fail(Exception):
-    """The row does not hold: ``observation`` says what was seen."""
-
-    def __init__(self, observation: str, hint: str | None = None):
-        super().__init__(observation)
-        self.observation = observation
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,7 @@ def row(id: str, *, unit: str, topic: str, covers: str, hint: str, runs_unit_a: 
     tables, so a Unit A slip costs its points once."""
     def register(fn: Callable[[Harness], str]) -> Callable[[Harness], str]:
         if id in registry:
-            raise ValueError(f"row id {id!r} registered twice")
+            raise CheckerFault(f"row id {id!r} registered twice")
         registry[id] = Row(id, unit, topic, covers, hint, fn, runs_unit_a)
         return fn
 
@@ -104,7 +96,7 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
     if result.status == "raised":
         error = result.error
         if error is None:  # the child sends every raised result with its error
-            raise AssertionError(f"{what}: raised, but the child sent no error")
+            raise CheckerFault(f"{what}: raised, but the child sent no error")
         if is_stub_error(error.type_name, error.message):
             raise Fail(f"{what}: your code is not written yet ({error.describe()})",
                        "Fill in the cell where it says `raise NotImplementedError`, run it, then check again.")
@@ -188,10 +180,10 @@ def admit_and_claim(c: Ctx, source: str, session: str, text: str, worker: str) -
     q = c.queue()
     admission = c.admit(q, source, session, text)
     if admission["outcome"] != "accepted":
-        raise AssertionError(f"a fresh request was not accepted: {admission}")
+        raise CheckerFault(f"a fresh request was not accepted: {admission}")
     assignment = c.claim(q, worker)
     if assignment is None:
-        raise AssertionError("claim returned None although one request was pending")
+        raise CheckerFault("claim returned None although one request was pending")
     return assignment
 
 
@@ -386,5 +378,5 @@ def finished(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
     c.admit(q, source, session, text)
     report = c.work_once(q, c.loop(marker), "w1")
     if report is None:
-        raise AssertionError("work_once returned None although a request was pending")
+        raise CheckerFault("work_once returned None although a request was pending")
     return report

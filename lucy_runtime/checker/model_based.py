@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from ..errors import Disagreement
 from .faults import KillAt
 from .harness import Ctx, Harness
 from .observe import read_between_children
@@ -32,10 +33,6 @@ ANSWERS = {Behaviour.ACCEPT: "confirmed", Behaviour.REFUSE: "refused", Behaviour
 """What deliver_one answers when the service does this to the report it sends (REFUSE: until the attempt cap)."""
 LATER = 100_000.0
 """Seconds each delivery moves the clock beyond the last: longer than any wait, so every refused report is due."""
-
-
-class Disagreement(AssertionError):
-    pass
 
 
 class _bounded_shrinking:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from typing import Iterable
 
-from ..errors import CheckerProcessGone
+from ..errors import AnswerUnreadable, CheckerProcessGone
 from .harness import SourceLearner
 from .results import CheckReport, RowResult
 from .rows import Row
@@ -44,9 +44,9 @@ def read_answer(text: str, row_ids: list[str]) -> tuple[RowResult, ...]:
     try:
         results = tuple(RowResult(**result) for result in json.loads(text))
     except (ValueError, TypeError) as error:
-        raise ValueError(f"nonsense ({error})") from None
+        raise AnswerUnreadable(f"nonsense ({error})") from None
     if [r.row_id for r in results] != list(row_ids):
-        raise ValueError("results for other rows than it was asked")
+        raise AnswerUnreadable("results for other rows than it was asked")
     return results
 
 

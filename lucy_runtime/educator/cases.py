@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import EditDoesNotApply
+from ..errors import EditDoesNotApply, UnknownCase
 from ..cells import solution_region
 
 
@@ -538,4 +538,4 @@ def by_name(name: str) -> Case:
     for case in CASES:
         if case.name == name:
             return case
-    raise KeyError(f"no educator case {name!r}; see `lucy cases`")
+    raise UnknownCase(f"no educator case {name!r}; see `lucy cases`")

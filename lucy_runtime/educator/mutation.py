@@ -35,7 +35,7 @@ import pandas as pd
 from ..checker import SourceLearner, rows_for_cells, run_row
 from ..cells import is_definitions
 from ..checker.harness import Harness
-from ..errors import BaselineFails, MutationToolFailed
+from ..errors import BaselineFails, MutationToolFailed, UnknownName
 from ..notebook import learner_implementation
 from ..progress import Progress
 from ..tables import text_table
@@ -260,11 +260,11 @@ def mutation_score(*, notebooks: str | Path = "source", cells: list[tuple[str, s
     names = [name for name, _ in cells]
     unknown = [wanted for wanted in only if not any(_names(name, wanted) for name in names)]
     if unknown:
-        raise KeyError(f"no learner cell named {', '.join(unknown)}; cells are: {', '.join(names)}")
+        raise UnknownName(f"no learner cell named {', '.join(unknown)}; cells are: {', '.join(names)}")
     chosen = [name for name in names if (not only or any(_names(name, wanted) for wanted in only))
               and name.split(":")[1] not in NOT_MUTATED and not is_definitions(name)]
     if not chosen:
-        raise KeyError(f"nothing to mutate: {', '.join(only)} holds no logic ({', '.join(NOT_MUTATED)} are left as they are)")
+        raise UnknownName(f"nothing to mutate: {', '.join(only)} holds no logic ({', '.join(NOT_MUTATED)} are left as they are)")
     # A scratch folder of its own goes when the score is taken: everything it keeps is in the report.
     with contextlib.nullcontext(workdir) if workdir is not None else tempfile.TemporaryDirectory(
             prefix="lucy-mutation-") as root:

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..errors import UnknownCase
 from .cases import SESSION_LOOKUP, Case, Edit
 
 ANSWER_URL = "ANSWER_URL"
@@ -379,4 +380,4 @@ def tamper_by_name(name: str) -> Tamper:
     for tamper in TAMPERS:
         if tamper.name == name:
             return tamper
-    raise KeyError(f"no tamper case named {name!r}")
+    raise UnknownCase(f"no tamper case named {name!r}")

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..cells import grade_id, is_learner_owned, is_solution, is_written_answer, row_of, strip_markers
 from ..checker.rows import ROWS
-from ..errors import EducatorError, UnknownCase
+from ..errors import EditDoesNotApply, EducatorError, UnknownCase
 from ..course import REPO, GradedSubmission, ScratchCourse
 from ..notebook import learner_implementation
 from ..progress import Progress
@@ -49,7 +49,7 @@ def filled(release_nb, source_nb, case: Case | None = None):
     nb, touched = _filled(release_nb, source_nb, case)
     missing = edited_cells(case) - touched
     if missing and case is not None:
-        raise KeyError(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
+        raise EditDoesNotApply(f"case {case.name!r} edits cells the notebook does not have: {sorted(missing)}")
     return nb
 
 
@@ -419,7 +419,7 @@ def handed_in(entry: Entry, case: Case | None, release: Callable[[str], Any], so
         touched |= cells
     missing = edited_cells(case) - touched
     if missing:
-        raise KeyError(f"case {entry.name!r} edits cells no notebook has: {sorted(missing)}")
+        raise EditDoesNotApply(f"case {entry.name!r} edits cells no notebook has: {sorted(missing)}")
     return notebooks
 
 

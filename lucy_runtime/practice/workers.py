@@ -8,6 +8,7 @@ intent, commits, then submits, and records the receipt afterwards.
 
 from __future__ import annotations
 
+from ..errors import UnknownName
 from ..store import Store
 from .broker import Ack, Broker
 from .case_service import CaseAnswer, CaseReceipt, CaseService
@@ -65,7 +66,7 @@ def send_case(store: Store, service: CaseService, case_id: str) -> CaseAnswer:
         row = tx.execute("SELECT tenant, proposal FROM ledger WHERE case_id = ? AND intent = 'new'",
                          (case_id,)).fetchone()
         if row is None:
-            raise LookupError(f"case {case_id!r} has no new action to send")
+            raise UnknownName(f"case {case_id!r} has no new action to send")
         tx.execute("UPDATE ledger SET intent = 'sent' WHERE case_id = ?", (case_id,))
     answer = service.submit(case_key(row["tenant"], case_id), row["proposal"])
     if isinstance(answer, CaseReceipt):

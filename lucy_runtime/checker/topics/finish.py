@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...errors import CheckerFault
 from ...loop import LoopResult
 from ..attempts import Attempt, attempt
 from ..harness import Ctx, Harness
@@ -73,7 +74,7 @@ def finish_binds_work(h: Harness) -> str:
             c.admit(q, src, session, text)
         x, y = c.claim(q, "w1"), c.claim(q, "w1")
         if x is None or y is None:
-            raise AssertionError(f"claim returned {x} and then {y} although two requests were pending")
+            raise CheckerFault(f"claim returned {x} and then {y} although two requests were pending")
         c.finish(q, y, LoopResult(f"brief [{markers[1]}]", session, 1))
         return x, y
 

@@ -302,18 +302,17 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
         unchanged = [s for s in students if unchanged_since_graded(root, assignment, s)]
         outcomes = [Outcome(s, Status.UNCHANGED, 0.0) for s in unchanged]
         students = [s for s in students if s not in unchanged]
-    if not students:
-        return ClassGrading(assignment, tuple(with_scores(db_url, assignment, outcomes)), 0.0, jobs, "nothing new")
     cluster = None
     if scheduler is None:
         # Each job is a process of its own, so worker threads are enough: the cluster lives in this
         # process and talks in-process, with no port and no dashboard.
         cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
     try:
+        # Connected even when nothing is new: a scheduler that cannot be reached is said now, not next time.
         with Client(cluster) if cluster is not None else connect(str(scheduler), tls) as client:
             futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
                                      key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
-                       for batch in batches(students, jobs)]
+                       for batch in (batches(students, jobs) if students else [])]
             for future in as_completed(futures):
                 for outcome in future.result():
                     outcomes.append(outcome)

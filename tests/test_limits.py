@@ -132,3 +132,24 @@ def test_a_tree_that_forks_past_its_process_limit_is_refused_and_the_group_says_
     finally:
         group.close()
     assert not group.folders["pids"].exists()
+
+
+def test_the_sealed_recheck_stops_starting_rows_at_the_wall_time_limit_and_says_so():
+    """Learner code that sleeps in every child: the rows left when the wall time is up fail with
+    the limit named, and the re-check returns well within the limit plus one row."""
+    import time
+
+    from lucy_runtime import sandbox
+    from lucy_runtime.checker.rows import ROWS
+
+    box = sandbox.detect()
+    assert box.isolated, f"this test proves the sandbox's wall time, and there is none: {box.reason}"
+    rows = [r.id for r in ROWS.values() if r.unit == "A"]
+    sleeper = [("ch07_unit_a:imports", "import time\ntime.sleep(60)\n")]
+    started = time.monotonic()
+    report = sandbox.run_sealed_rows(sleeper, rows, timeout=1.0, box=box, limits=Limits(wall_seconds=4))
+    took = time.monotonic() - started
+    out_of_time = [r for r in report.results if "wall time limit (4 s)" in r.observation]
+    assert len(report.results) == len(rows) and not report.passed
+    assert out_of_time and len(out_of_time) < len(rows), [r.observation for r in report.results][:3]
+    assert took < 4 + 20, took  # one row's children past the limit at most, and the sandbox's start

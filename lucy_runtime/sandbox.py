@@ -23,10 +23,11 @@ The course directory, ``source/``, the gradebook and other students' folders do 
 exist inside. The environment is rebuilt from scratch: no ``NBGRADER_*`` variables and
 no course paths, plus ``LUCY_GRADING=sealed``.
 
-``python -m lucy_runtime.sandbox rows`` is the sealed re-check's orchestrator inside
-the sandbox: it reads a JSON request (learner cells, row ids, timeout) on stdin and
-prints the rows' results as JSON. It is trusted code; the learner code runs only in its
-forked children, which call ``enter_child()`` and drop to the grader user first.
+The sealed re-check's orchestrator, which runs inside the sandbox, lives beside the
+checker (``checker/orchestrator.py``); this module knows nothing of rows. What its
+children do first (``enter_child``: close what they inherit, take the limits, drop to the
+grader user) and what it reaps after a run are here, set by the orchestrator.
+``python -m lucy_runtime.sandbox`` prints what isolation this machine gives.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from __future__ import annotations
 import atexit
 import compileall
 import functools
-import json
 import os
 import pwd
 import shutil
@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SandboxUnavailable
@@ -428,61 +428,6 @@ def enter_child(*keep: int) -> None:
         os._exit(70)
 
 
-def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout: float, box: Sandbox | None = None,
-                    log=None, limits: Limits | None = None, folder: str | None = None):
-    """The sealed re-check of ``row_ids`` against ``cells``, in the sandbox when there is one.
-
-    Returns the same ``CheckReport`` as ``run_rows(..., title="sealed")``. In the sandbox the
-    orchestrator and all its children run in a cgroup of their own where the machine gives one,
-    each child under ``limits``' rlimits, all of it for at most ``limits.wall_seconds``.
-    ``folder`` is the submission's folder, named in the cgroup's name.
-    """
-    # Deferred: the checker's children import this module (see tests/test_import_cycles.py).
-    from .checker import CheckReport, SourceLearner  # noqa: PLC0415
-    from .checker.process import ORCHESTRATOR, CheckerProcess, read_answer, request_line  # noqa: PLC0415
-    from .checker.rows import ROWS  # noqa: PLC0415
-
-    box = box or detect()
-    limits = limits or Limits()
-    if not box.isolated:
-        _warn_once(box, log)
-        # Still in a process of its own: its children fork from a small interpreter, not from nbgrader.
-        with CheckerProcess() as checker:
-            return checker.run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
-    group, why = _limits.make_cgroup(limits, f"sealed-{_limits.group_label(folder)}")
-    if group is None:
-        _warn_limits_once(why, log)
-    else:
-        limits = limits.bounded_by_cgroup()
-    request = request_line(cells, row_ids, timeout=timeout, drop_to=[box.uid, box.gid] if box.drops_user else None,
-                           limits=limits.as_json(), sandboxed=True)
-    argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else (),
-                       limits=limits)
-    if group is not None:
-        argv = group.wrap(argv)
-    try:
-        # The orchestrator stops starting rows at the wall time limit; this is the backstop.
-        done = subprocess.run(argv, input=request, capture_output=True, text=True, cwd="/", env={"PATH": "/usr/bin:/bin"},
-                              timeout=min(limits.wall_seconds + 120, max(600.0, 60 * timeout * max(len(row_ids), 1))))
-    except subprocess.TimeoutExpired as error:
-        raise SandboxUnavailable(f"the sealed re-check did not finish in {error.timeout:.0f} s "
-                                 f"(the wall time limit is {limits.wall_seconds} s)") from None
-    finally:
-        if group is not None:
-            breaches = group.breaches(limits)
-            group.close()
-            if breaches and log is not None:
-                log.warning("Submission stopped: the %s limit, in the sealed re-check",
-                            " limit, the ".join(breaches))
-    if done.returncode != 0:
-        raise SandboxUnavailable(f"the sealed re-check failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-    try:
-        results = read_answer(done.stdout, row_ids)
-    except ValueError as error:
-        raise SandboxUnavailable(f"the sealed re-check answered {error}:\n{done.stderr[-2000:]}") from None
-    return CheckReport(results, "sealed")
-
-
 _limits_warned: set[str] = set()
 
 
@@ -512,67 +457,5 @@ def _warn_once(box: Sandbox, log=None) -> None:
         print(box.warning(), file=sys.stderr, flush=True)
 
 
-def _rows_main(serve: bool = False) -> int:
-    """The rows' orchestrator (trusted); learner code only in its children.
-
-    It reads one request (the cells, the row ids, the timeout and an optional seed) as JSON
-    on stdin and answers with the rows' results. With ``serve`` it reads one request per
-    line until stdin closes and answers each on a line of its own (checker/process.py).
-    """
-    global _drop_to, _close_inherited, _sandboxed
-    from .checker import SourceLearner, run_row  # noqa: PLC0415 - deferred, as in run_sealed_rows
-    from .checker.harness import Harness  # noqa: PLC0415
-    from .checker.rows import ROWS  # noqa: PLC0415
-
-    answer = os.fdopen(os.dup(1), "w")  # the report goes here; nothing else may write to it
-    os.dup2(2, 1)
-    _close_inherited = True
-    for line in (sys.stdin if serve else [sys.stdin.read()]):
-        request = json.loads(line)
-        if request.get("limits"):
-            _limits.activate(Limits.from_json(request["limits"]))
-        _sandboxed = bool(request.get("sandboxed"))
-        if request.get("drop_to") and _drop_to is None:
-            _drop_to = tuple(request["drop_to"])
-            # Scenario folders are made here and written by the children (the grader user):
-            # in this sandbox-only process, every new file and folder is open to them.
-            os.umask(0)
-            make_temp = tempfile.mkdtemp
-
-            def shared_mkdtemp(*args, **kwargs):
-                path = make_temp(*args, **kwargs)
-                os.chmod(path, 0o777)
-                return path
-
-            tempfile.mkdtemp = shared_mkdtemp
-        # Sandboxed, a folder of this process's /tmp, open to the grader user; otherwise Harness's own (in RAM).
-        workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if _drop_to else None
-        # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between
-        # the runs of one crash row nothing a run left (a file, a process) may reach the next.
-        with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],
-                     seed=request.get("seed"), workdir=workdir, wipe_as=_drop_to) as harness:
-            deadline = time.monotonic() + _limits.active().wall_seconds
-            results = [asdict(run_row(ROWS[r], harness) if time.monotonic() < deadline else _out_of_time(r))
-                       for r in request["rows"]]
-        answer.write(json.dumps(results) + "\n")
-        answer.flush()
-    answer.close()
-    return 0
-
-
-def _out_of_time(row_id: str):
-    from .checker.results import RowResult  # noqa: PLC0415 - deferred, as in run_sealed_rows
-
-    limit = _limits.active().wall_seconds
-    return RowResult(row_id, False, f"not checked: the rows before it used up the wall time limit ({limit} s)",
-                     "Graded code runs within limits on memory, processes, files and time: look for code that "
-                     "waits or loops for a long time, even at the top of a cell.", 0.0)
-
-
 if __name__ == "__main__":
-    # Run in the importable module, not in __main__: the children check lucy_runtime.sandbox._drop_to.
-    from lucy_runtime import sandbox as _module
-
-    if sys.argv[1:2] == ["rows"] and sys.argv[2:] in ([], ["--serve"]):
-        sys.exit(_module._rows_main(serve=sys.argv[2:] == ["--serve"]))
-    print(_module.detect().describe())
+    print(detect().describe())

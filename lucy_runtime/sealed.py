@@ -26,7 +26,7 @@ from .cells import grade_id, row_of, test_cells
 from .errors import UnitANotFound
 from .limits import GradingLimits
 from .notebook import graded_cells
-from .sandbox import run_sealed_rows
+from .checker.orchestrator import run_sealed_rows
 
 
 def row_cells(nb) -> dict[str, str]:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from lucy_runtime.checker import orchestrator
 from lucy_runtime.checker import run_rows
 from lucy_runtime.checker.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS
@@ -66,7 +67,7 @@ def test_without_a_sandbox_the_sealed_recheck_still_runs_in_a_checker_process_of
 
     none = sandbox.Sandbox("none", reason="no bwrap on this test's machine")
     noop = learner_with(reference_cells, by_name("noop-finish"))
-    report = sandbox.run_sealed_rows(noop.cells, ROW_IDS, timeout=5.0, box=none)
+    report = orchestrator.run_sealed_rows(noop.cells, ROW_IDS, timeout=5.0, box=none)
     assert report.title == "sealed" and [r.passed for r in report.results] == [False, False, False]
-    report = sandbox.run_sealed_rows(learner_with(reference_cells).cells, ROW_IDS, timeout=5.0, box=none)
+    report = orchestrator.run_sealed_rows(learner_with(reference_cells).cells, ROW_IDS, timeout=5.0, box=none)
     assert [r.passed for r in report.results] == [True, True, True]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from lucy_runtime.checker import orchestrator
 from lucy_runtime import sandbox
 from lucy_runtime.course import REPO, ScratchCourse
 from lucy_runtime.cells import is_learner_owned
@@ -77,7 +78,7 @@ def test_without_bubblewrap_grading_says_so_once(monkeypatch, capsys):
     assert box.mode == "none" and "bubblewrap (bwrap) is not installed" in box.warning()
     monkeypatch.setattr(sandbox, "_warned", set())
     for _ in range(2):
-        report = sandbox.run_sealed_rows([], [], timeout=1.0, box=box)
+        report = orchestrator.run_sealed_rows([], [], timeout=1.0, box=box)
         assert report.results == ()
     err = capsys.readouterr().err
     assert err.count("WARNING: no grading isolation") == 1 and box.describe() == box.warning()
@@ -112,7 +113,7 @@ def test_the_sealed_recheck_runs_learner_cells_in_the_sandbox_as_the_grader_user
             "             env=sorted(k for k in os.environ if k.startswith('NBGRADER')))\n")
     row = next(r.id for r in ROWS.values() if r.unit == "A")
     with listener.open_to_the_sandbox():
-        report = sandbox.run_sealed_rows([(f"{UNIT}:create_schema", cell)], [row], timeout=2.0, box=box)
+        report = orchestrator.run_sealed_rows([(f"{UNIT}:create_schema", cell)], [row], timeout=2.0, box=box)
     assert [r.row_id for r in report.results] == [row] and not report.passed and report.title == "sealed"
     seen = listener.of("sealed")
     assert seen and all(r["where"] == "learner" and r["sees"] is None and r["env"] == [] for r in seen), seen
@@ -131,7 +132,7 @@ def test_the_reference_passes_every_graded_row_in_the_sealed_sandbox_as_it_does_
         pytest.skip(f"no sandbox here: {box.reason}")
     cells = learner_implementation(REPO / "source")
     rows = [r.id for r in ROWS.values() if r.unit in ("A", "B")]
-    report = sandbox.run_sealed_rows(cells, rows, timeout=5.0, box=box)
+    report = orchestrator.run_sealed_rows(cells, rows, timeout=5.0, box=box)
     assert [r.observation for r in report.results if not r.passed] == []
 
 
@@ -514,7 +515,7 @@ def test_an_answer_served_on_the_machines_loopback_forges_points_unsandboxed_and
         open_network = checker.run_rows(learner_with(blank, case), rows, seed=3)
         assert open_network.passed, [r.observation for r in open_network.results if not r.passed][:3]
         fetched_unsandboxed = len(answers.fetched)
-        sealed = sandbox.run_sealed_rows(learner_with(blank, case).cells, [r.id for r in rows], timeout=5.0, box=box)
+        sealed = orchestrator.run_sealed_rows(learner_with(blank, case).cells, [r.id for r in rows], timeout=5.0, box=box)
     assert fetched_unsandboxed > 0 and len(answers.fetched) == fetched_unsandboxed
     assert [r.row_id for r in sealed.results if r.passed] == []
 

@@ -44,18 +44,11 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return {target for target in found if not (name == target or name.startswith(target + "."))}
 
 
-# The loops left, deferred inside functions. The sealed re-check's orchestration
-# (sandbox.run_sealed_rows, sandbox._rows_main) runs the checker, and the checker's
-# children enter the sandbox (checker.child -> sandbox.enter_child). Moving the
-# orchestration out of sandbox.py, beside the checker, removes these edges; then delete them here.
-ALLOWED = {("lucy_runtime.sandbox", "lucy_runtime.checker"), ("lucy_runtime.sandbox", "lucy_runtime.checker.harness"),
-           ("lucy_runtime.sandbox", "lucy_runtime.checker.rows"),
-           # Unsandboxed, the sealed re-check still runs in a checker process of its own (checker/process.py).
-           ("lucy_runtime.sandbox", "lucy_runtime.checker.process"),
-           # The practice notebook's kill hooks (deferred) run checker.child, whose package loads the
-           # practice rows, which import the practice fakes beside the hooks. Moving the hooks out of
-           # lucy_runtime.practice (the notebook imports them from there) removes these edges.
-           ("lucy_runtime.practice.kill", "lucy_runtime.checker"),
+# The loop left, deferred inside functions: the practice notebook's kill hooks (deferred) run
+# checker.child, whose package loads the practice rows, which import the practice fakes beside
+# the hooks. Moving the supervised-process engine (child, faults, series) out of the checker
+# package, below practice/, explore/ and the checker, removes these edges; then delete them here.
+ALLOWED = {("lucy_runtime.practice.kill", "lucy_runtime.checker"),
            ("lucy_runtime.practice.kill", "lucy_runtime.checker.child"),
            ("lucy_runtime.practice.kill", "lucy_runtime.checker.faults")}
 

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from lucy_runtime.checker import orchestrator
 from lucy_runtime import limits
 from lucy_runtime.limits import Cgroup, GradingLimits, Limits, make_cgroup
 
@@ -147,7 +148,7 @@ def test_the_sealed_recheck_stops_starting_rows_at_the_wall_time_limit_and_says_
     rows = [r.id for r in ROWS.values() if r.unit == "A"]
     sleeper = [("ch07_unit_a:imports", "import time\ntime.sleep(60)\n")]
     started = time.monotonic()
-    report = sandbox.run_sealed_rows(sleeper, rows, timeout=1.0, box=box, limits=Limits(wall_seconds=4))
+    report = orchestrator.run_sealed_rows(sleeper, rows, timeout=1.0, box=box, limits=Limits(wall_seconds=4))
     took = time.monotonic() - started
     out_of_time = [r for r in report.results if "wall time limit (4 s)" in r.observation]
     assert len(report.results) == len(rows) and not report.passed

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lucy_runtime.checker import orchestrator
 from lucy_runtime import sandbox
 from lucy_runtime.checker import Harness, SourceLearner, run_rows
 from lucy_runtime.checker.child import Status
@@ -202,7 +203,7 @@ def test_in_the_sealed_sandbox_no_run_of_a_crash_row_finds_a_file_or_process_an_
     box = sandbox.detect()
     if not box.drops_user:
         pytest.skip(f"no sandbox with a grader user here: {box.reason or box.mode}")
-    (sealed,) = sandbox.run_sealed_rows(with_case(reference_cells, _wrong_when_something_is_left(["/tmp", "/dev/shm"])),
+    (sealed,) = orchestrator.run_sealed_rows(with_case(reference_cells, _wrong_when_something_is_left(["/tmp", "/dev/shm"])),
                                         ["finish-atomic"], timeout=5.0, box=box).results
     assert sealed.passed, sealed.observation
     (outside,) = run_rows(learner_with(reference_cells, _wrong_when_something_is_left([str(tmp_path)])),

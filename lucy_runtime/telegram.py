@@ -14,8 +14,10 @@ kept in the store:
 The cursor is the offset Telegram last answered with: the last update's id + 1 from
 the latest response, not the highest offset ever seen. ``update_id`` is not monotonic
 forever: after a week without updates Telegram picks the next id at random, and a
-stored maximum would confirm (so discard) every new update below it. If the offset
-ever names an update again, the source identity absorbs the replay as a DUPLICATE.
+stored maximum would confirm (so discard) every new update below it. For the same reason
+an offset that has not moved for a week (``QUIET_WEEK``) is not sent at all: intake polls
+without one, which confirms nothing, and moves on from Telegram's answer. If an update
+comes again, the source identity absorbs the replay as a DUPLICATE.
 
 A capacity refusal is recorded, not dropped. When ``admit`` answers REFUSED, the
 refusal (chat, message, session, reason, time) goes into ``lucy_telegram_refused`` in
@@ -80,7 +82,16 @@ MIGRATIONS = (
                    reply_note TEXT NOT NULL DEFAULT '')""",
         ),
     ),
+    Migration(
+        3,
+        "when the telegram cursor last moved",
+        ("ALTER TABLE lucy_telegram_cursor ADD COLUMN moved_at TEXT",),
+    ),
 )
+
+QUIET_WEEK = dt.timedelta(days=7)
+"""After this long without an update, Telegram picks the next ``update_id`` at random: an
+offset from before could confirm, and so discard, every new update below it."""
 
 BUSY_REPLY = "Lucy is busy right now and did not take this request. Please send it again in a few minutes."
 
@@ -220,6 +231,16 @@ class TelegramIntake:
         rows = self._store.query("SELECT next_offset FROM lucy_telegram_cursor WHERE bot = ?", (self._bot,))
         return rows[0]["next_offset"] if rows else None
 
+    def offset_to_send(self) -> int | None:
+        """The cursor, unless it last moved a quiet week ago or more (or nobody knows when): then
+        None, since Telegram may have restarted its ids below it."""
+        rows = self._store.query("SELECT next_offset, moved_at FROM lucy_telegram_cursor WHERE bot = ?", (self._bot,))
+        if not rows or rows[0]["moved_at"] is None:
+            return None
+        if self._now() - dt.datetime.fromisoformat(rows[0]["moved_at"]) >= QUIET_WEEK:
+            return None
+        return rows[0]["next_offset"]
+
     def _advance(self, next_offset: int, skipped: Skipped | None = None, raw: Any = None,
                  refused: tuple | None = None) -> None:
         with self._store.transaction() as tx:
@@ -230,10 +251,10 @@ class TelegramIntake:
                 tx.execute("INSERT INTO lucy_telegram_skipped (bot, update_id, reason, raw) VALUES (?, ?, ?, ?)",
                            (self._bot, skipped.update_id, skipped.reason, json.dumps(raw, default=repr)[:10_000]))
             tx.execute(
-                "INSERT INTO lucy_telegram_cursor (bot, next_offset) VALUES (?, ?) "
+                "INSERT INTO lucy_telegram_cursor (bot, next_offset, moved_at) VALUES (?, ?, ?) "
                 # Telegram's latest answer, not MAX: after an id reset the ids start lower.
-                "ON CONFLICT (bot) DO UPDATE SET next_offset = excluded.next_offset",
-                (self._bot, next_offset))
+                "ON CONFLICT (bot) DO UPDATE SET next_offset = excluded.next_offset, moved_at = excluded.moved_at",
+                (self._bot, next_offset, self._now().isoformat()))
 
     def skipped(self) -> list[Skipped]:
         rows = self._store.query("SELECT update_id, reason FROM lucy_telegram_skipped WHERE bot = ? ORDER BY seq",
@@ -268,7 +289,7 @@ class TelegramIntake:
 
     def poll_once(self, timeout: int = 0) -> PollResult:
         admitted, skipped = [], []
-        for raw in self._api.get_updates(self.cursor(), timeout):
+        for raw in self._api.get_updates(self.offset_to_send(), timeout):
             parsed = parse_update(raw)
             if isinstance(parsed, Skipped):
                 skipped.append(parsed)

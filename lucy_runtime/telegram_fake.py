@@ -53,7 +53,6 @@ class FakeTelegram:
         self._next_update_id = 1
         self._sent: list[SentMessage] = []
         self._drop_replies = 0
-        self._offset_forgotten = False
         self._errors: list[tuple[int, int]] = []  # (error_code, retry_after) for the next sendMessage calls
         self.requests: list[tuple[str, dict]] = []
         self._server = ThreadingHTTPServer((_HOST, 0), self._handler())
@@ -88,7 +87,6 @@ class FakeTelegram:
             if self._updates:
                 raise InvalidField("first_id", "the ids restart only after a quiet week: confirm the queued updates first")
             self._next_update_id = first_id
-            self._offset_forgotten = True
 
     def drop_next_replies(self, count: int = 1) -> None:
         """Accept the next ``count`` sendMessage calls, then close the connection without answering."""
@@ -129,13 +127,12 @@ class FakeTelegram:
         offset = params.get("offset")
         limit = int(params.get("limit", 100))
         with self._lock:
-            if isinstance(offset, int) and not self._offset_forgotten:
-                # An offset confirms every update below it: they are never sent again.
+            if isinstance(offset, int):
+                # An offset confirms every update below it, as Telegram does, also after an id reset:
+                # a stale offset then discards new updates (intake sends none after a quiet week).
                 self._updates = [u for u in self._updates
                                  if not (isinstance(u.get("update_id"), int) and u["update_id"] < offset)]
             result = self._updates[:limit]
-            if result:
-                self._offset_forgotten = False
             return 200, {"ok": True, "result": result}
 
     def _send_message(self, params: dict) -> tuple[int, dict] | None:

@@ -37,8 +37,19 @@ def api():
         yield fake
 
 
-def intake_for(api, store, admit, allowed=None) -> TelegramIntake:
-    return TelegramIntake(BotApi(api.base_url, api.token), store, admit, allowed or {4411: "chat-4411"})
+def intake_for(api, store, admit, allowed=None, now=None) -> TelegramIntake:
+    return TelegramIntake(BotApi(api.base_url, api.token), store, admit, allowed or {4411: "chat-4411"},
+                          **({"now": now} if now else {}))
+
+
+class Clock:
+    """A clock a test moves by hand."""
+
+    def __init__(self) -> None:
+        self.at = dt.datetime(2026, 12, 2, 9, tzinfo=dt.timezone.utc)
+
+    def __call__(self) -> dt.datetime:
+        return self.at
 
 
 def test_an_allowed_message_is_admitted_as_chat_plus_message_id(api, store):
@@ -187,14 +198,16 @@ def test_a_busy_reply_refused_for_now_is_kept_and_one_refused_for_good_is_marked
 
 
 def test_no_update_is_lost_across_an_update_id_reset(api, store):
-    """After a quiet week the ids restart at random; a cursor kept as MAX(next_offset) would confirm new ones."""
+    """After a quiet week the ids restart at random; a cursor kept as MAX(next_offset) would confirm new
+    ones, and so would any offset sent after that week: intake sends none then."""
     for n in range(1, 4):
         api.message(4411, n, f"brief ACME {n}")
-    spy = SpyAdmit()
-    poller = intake_for(api, store, spy)
+    spy, clock = SpyAdmit(), Clock()
+    poller = intake_for(api, store, spy, now=clock)
     poller.poll_once()
     assert poller.cursor() == 4
     poller.poll_once()  # confirms 1-3
+    clock.at += dt.timedelta(days=8)  # a quiet week: Telegram restarts its ids
     api.reset_update_ids(first_id=2)  # lower than the cursor: a MAX cursor would keep 4 and confirm id 2 and 3
     api.message(4411, 10, "brief HOOLI")
     assert [src for src, _ in poller.poll_once().admitted] == ["tg:4411:10"]
@@ -204,6 +217,25 @@ def test_no_update_is_lost_across_an_update_id_reset(api, store):
     assert [call[0] for call in spy.calls] == ["tg:4411:1", "tg:4411:2", "tg:4411:3", "tg:4411:10",
                                                "tg:4411:11", "tg:4411:12"]
     assert poller.cursor() == 5  # the offset Telegram last answered with: id 4 + 1
+
+
+def test_an_offset_kept_through_a_quiet_week_would_discard_new_updates_so_intake_sends_none(api, store):
+    api.message(4411, 1, "brief ACME")
+    spy, clock = SpyAdmit(), Clock()
+    poller = intake_for(api, store, spy, now=clock)
+    poller.poll_once()
+    poller.poll_once()  # confirms 1: the cursor is 2
+    api.reset_update_ids(first_id=1)
+    api.message(4411, 2, "brief HOOLI")  # update_id 1, below the cursor
+    clock.at += dt.timedelta(days=6, hours=23)
+    assert poller.offset_to_send() == 2, "within the week the cursor still confirms what was handled"
+    clock.at += dt.timedelta(hours=1)
+    assert poller.offset_to_send() is None
+    assert [src for src, _ in poller.poll_once().admitted] == ["tg:4411:2"]
+    # The fake confirms as Telegram does: the stale offset would have discarded the new update.
+    api.message(4411, 3, "brief GLOBEX")  # update_id 2
+    gone = BotApi(api.base_url, api.token).get_updates(3)
+    assert gone == [] and api.pending_updates == 0
 
 
 def test_an_update_replayed_after_an_id_reset_is_absorbed_as_a_duplicate(api, store):

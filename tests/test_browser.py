@@ -50,14 +50,17 @@ def dismiss_dialogs(page) -> None:
     """Accept a dialog JupyterLab opened on its own (on a loaded machine, a slow kernel start can
     bring one up); it would take every click meant for the notebook."""
     dialog = page.locator("dialog.jp-Dialog")
-    for _ in range(3):
-        if not dialog.count():
-            return
+    # "Select Kernel" can come up before the server has listed its kernels; its accept button does
+    # nothing until then, so keep accepting for up to a minute rather than three times in 1.5 s.
+    deadline = time.monotonic() + 60
+    while dialog.count() and time.monotonic() < deadline:
         DIALOGS.append(dialog.first.inner_text()[:300])
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / "jupyterlab-dialogs.txt").write_text("\n---\n".join(DIALOGS) + "\n")
-        dialog.first.locator(".jp-Dialog-button.jp-mod-accept").first.click()
-        page.wait_for_timeout(500)
+        accept = dialog.first.locator(".jp-Dialog-button.jp-mod-accept").first
+        if accept.count() and accept.is_enabled():
+            accept.click(timeout=5_000)
+        page.wait_for_timeout(1000)
 
 
 def run_all_and_wait(page, unit: str, *, limit: float = 600.0) -> None:

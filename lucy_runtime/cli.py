@@ -137,8 +137,9 @@ def _verify(args) -> int:
     print(report.tamper_table())
     if report.handback:
         h = report.handback
+        where = h.grades_csv if report.root is not None else "the scratch course (gone with it; --keep keeps it)"
         print(f"\nnbgrader generate_feedback wrote {h.feedback_files} feedback files (no hidden test in any); "
-              f"nbgrader export wrote {h.exported_rows} grades to {h.grades_csv}, each equal to the gradebook's score")
+              f"nbgrader export wrote {h.exported_rows} grades to {where}, each equal to the gradebook's score")
     print()
     for problem in report.problems:
         print(f"PROBLEM: {problem}")

@@ -37,7 +37,7 @@ from .checker.kit import Row, row
 from .checker.results import CheckReport, RowResult
 from .checker.faults import KillAt
 from .checker.rows import ROWS, Fail, ok, seen
-from .limits import Limits, group_label, make_cgroup
+from .limits import LIMIT_HINT, Limits, group_label
 from .notebook import UNITS, find_notebooks, learner_implementation
 
 CHECKPOINT_ROWS: dict[str, Row] = {}
@@ -349,20 +349,12 @@ def run_checkpoint_isolated(folder: str | os.PathLike, *, execute: bool = True, 
             return set(skip(where, names)) | {n for n in names if os.path.join(where, n) == scratch}
 
         shutil.copytree(folder, work, symlinks=True, ignore=ignore)
-        if box.drops_user and box.uid is not None and box.gid is not None:
-            for root, dirs, files in os.walk(work):
-                os.lchown(root, box.uid, box.gid)
-                os.chmod(root, 0o755)  # bwrap enters it before it drops to the grader user
-                for name in dirs + files:
-                    os.lchown(os.path.join(root, name), box.uid, box.gid)
-        group, why = make_cgroup(limits, f"checkpoint-{group_label(folder)}")
-        if group is None:
-            sandbox._warn_limits_once(why, log)
+        sandbox.hand_to_grader(box, work, enterable=True)  # a pytest tmp folder is 0700
+        group, tree_limits = sandbox.tree_cgroup(limits, f"checkpoint-{group_label(folder)}", log)
         argv = [sys.executable, "-m", "lucy_runtime.checkpoint", "--inside", str(work)]
         argv += ([] if execute else ["--no-execute"]) + ([] if seed is None else ["--seed", str(seed)])
         # The notebooks' own check() cells run their rows, as on the learner's machine (not as under autograde).
-        argv = box.command(argv, workdir=work, limits=limits if group is None else limits.bounded_by_cgroup(),
-                           env={SEALED_ENV: ""})
+        argv = box.command(argv, workdir=work, limits=tree_limits, env={SEALED_ENV: ""})
         if group is not None:
             argv = group.wrap(argv)
         try:
@@ -385,8 +377,7 @@ def run_checkpoint_isolated(folder: str | os.PathLike, *, execute: bool = True, 
 
 
 def _stopped(why: str, started: float) -> CheckpointReport:
-    return CheckpointReport((RowResult("checkpoint-ran", False, why, "Look for code that allocates, forks, writes or "
-                                       "waits without end: the checkpoint runs within the grading limits.", 0.0),),
+    return CheckpointReport((RowResult("checkpoint-ran", False, why, LIMIT_HINT, 0.0),),
                             round(time.monotonic() - started, 1))
 
 

@@ -64,11 +64,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._lucy_scratch = Path(tempfile.mkdtemp(prefix="lucy-kernel-"))
             kw["env"] = {**(kw.get("env") or os.environ), SEALED_ENV: "sealed", "TMPDIR": str(self._lucy_scratch)}
             return await super()._async_launch_kernel(kernel_cmd, **kw)
-        self._lucy_group, why = _limits.make_cgroup(self.lucy_limits,
-                                                         f"kernel-{_limits.group_label(kw.get('cwd'))}")
-        if self._lucy_group is None:
-            sandbox._warn_limits_once(why, self.log)
-        limits = self.lucy_limits if self._lucy_group is None else self.lucy_limits.bounded_by_cgroup()
+        self._lucy_group, limits = sandbox.tree_cgroup(self.lucy_limits, f"kernel-{_limits.group_label(kw.get('cwd'))}",
+                                                       self.log)
         argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
                                                          connection_file=self.connection_file,
                                                          sockets=self._lucy_sockets, limits=limits)

@@ -87,20 +87,6 @@ class Limits:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: int(v) for k, v in (data or {}).items() if k in names and not isinstance(v, bool)})
 
-    def table(self) -> list[tuple[str, str, str]]:
-        """(limit, value, how it is applied) for the README and ``lucy limits``."""
-        return [
-            ("memory", f"{self.memory_mb} MB", "the submission's process tree (cgroup); else per process, address space below"),
-            ("address space", f"{self.address_space_mb} MB", "per process (RLIMIT_AS)"),
-            ("processes", str(self.processes), "the process tree (cgroup pids); else per grader user (RLIMIT_NPROC)"),
-            ("open files", str(self.open_files), "per process (RLIMIT_NOFILE)"),
-            ("file size", f"{self.file_size_mb} MB", "per file (RLIMIT_FSIZE)"),
-            ("CPU time", f"{self.cpu_seconds} s", "per process (RLIMIT_CPU)"),
-            ("wall time", f"{self.wall_seconds} s", "the whole notebook, then each cell stops at once"),
-            ("output", f"{self.output_mb} MB", "outputs kept in the notebook; the kernel is interrupted past it"),
-            ("temporary folder", f"{self.tmp_mb} MB", "the sandbox's /tmp (a tmpfs)"),
-        ]
-
 
 class GradingLimits(Configurable):
     """The limits as ``nbgrader_config.py`` sets them: ``c.GradingLimits.memory_mb = 1024``."""
@@ -120,6 +106,10 @@ class GradingLimits(Configurable):
 
 
 # --- what a limit looks like when it is hit ---------------------------------------------------
+
+LIMIT_HINT = ("Graded code runs within limits on memory, processes, files and time: look for code that allocates, "
+              "forks, writes, waits or loops without end, even at the top of a cell.")
+"""The hint of every row (and checkpoint) that a limit stopped."""
 
 _active = Limits()
 

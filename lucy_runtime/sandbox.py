@@ -250,11 +250,8 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
         shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copyfile(connection_file, connection)
     connection.chmod(0o400)
+    hand_to_grader(box, work)
     if box.drops_user and box.uid is not None and box.gid is not None:
-        for root, dirs, files in os.walk(work):
-            os.lchown(root, box.uid, box.gid)
-            for name in dirs + files:
-                os.lchown(os.path.join(root, name), box.uid, box.gid)
         os.chown(connection, box.uid, box.gid)
     real = os.path.realpath(connection_file)
     argv = [CONNECTION_IN_BOX if arg in (connection_file, real) else arg for arg in kernel_cmd]
@@ -265,6 +262,31 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
 
 SOCKET_PATH_MAX = 100
 """A Unix socket's path must fit in 107 bytes (``sun_path``); the kernel's are ``<folder>/kernel-N``."""
+
+
+def hand_to_grader(box: Sandbox, folder: Path, *, enterable: bool = False) -> None:
+    """Make a private copy the grader user's: every file and folder in it owned by that user (mode
+    "user"; otherwise nothing to do). ``enterable`` also opens each folder (0755) for bwrap, which
+    enters the working folder before it drops to that user."""
+    if not (box.drops_user and box.uid is not None and box.gid is not None):
+        return
+    for root, dirs, files in os.walk(folder):
+        os.lchown(root, box.uid, box.gid)
+        if enterable:
+            os.chmod(root, 0o755)
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), box.uid, box.gid)
+
+
+def tree_cgroup(limits: Limits, kind: str, log=None) -> tuple["_limits.Cgroup | None", Limits]:
+    """A cgroup for one process tree, and the limits its processes then take: with a group,
+    RLIMIT_NPROC leaves room for the submissions graded beside it; without one (named in the
+    warning line), the limits as given."""
+    group, why = _limits.make_cgroup(limits, kind)
+    if group is None:
+        _warn_limits_once(why, log)
+        return None, limits
+    return group, limits.bounded_by_cgroup()
 
 
 def socket_folder(box: Sandbox) -> Path:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import CheckerFault, Fail
-from ..limits import explain_error, explain_signal
+from ..limits import LIMIT_HINT, explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
 from .child import ChildResult
@@ -107,8 +107,7 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         limit = explain_error(error.type_name, error.message)
         if limit:
             raise Fail(f"{what}: your code raised {error.describe()}: it reached {limit}",
-                       "Graded code runs within limits on memory, processes, files and time: look for a loop that "
-                       "allocates, forks or writes without end.")
+                       LIMIT_HINT)
         raise Fail(f"{what}: your code raised {error.describe()}")
     if result.status == "timeout":
         raise Fail(f"{what}: it did not finish in time and was stopped",
@@ -120,8 +119,7 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
     limit = explain_signal(result.value)
     if limit:
         raise Fail(f"{what}: {limit}",
-                   "Graded code runs within limits on memory, processes, files and time: look for a loop that "
-                   "allocates, forks or writes without end.")
+                   LIMIT_HINT)
     raise Fail(f"{what}: the process ended on its own before the checker stopped it ({result.value})",
                "Only the checker ends the process in an experiment. Code that calls os._exit, sys.exit or kills "
                "its own process cannot be checked.")

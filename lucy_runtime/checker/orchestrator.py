@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import limits as _limits
 from .. import sandbox
 from ..errors import SandboxUnavailable
-from ..limits import Limits
+from ..limits import LIMIT_HINT, Limits
 from . import CheckReport, SourceLearner, run_row
 from .harness import Harness
 from .process import ORCHESTRATOR, CheckerProcess, read_answer, request_line
@@ -50,11 +50,7 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
         # Still in a process of its own: its children fork from a small interpreter, not from nbgrader.
         with CheckerProcess() as checker:
             return checker.run_rows(SourceLearner(cells), [ROWS[r] for r in row_ids], timeout=timeout, title="sealed")
-    group, why = _limits.make_cgroup(limits, f"sealed-{_limits.group_label(folder)}")
-    if group is None:
-        sandbox._warn_limits_once(why, log)
-    else:
-        limits = limits.bounded_by_cgroup()
+    group, limits = sandbox.tree_cgroup(limits, f"sealed-{_limits.group_label(folder)}", log)
     request = request_line(cells, row_ids, timeout=timeout, drop_to=[box.uid, box.gid] if box.drops_user else None,
                            limits=limits.as_json(), sandboxed=True)
     argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else (),
@@ -132,8 +128,7 @@ def _rows_main(serve: bool = False) -> int:
 def _out_of_time(row_id: str) -> RowResult:
     limit = _limits.active().wall_seconds
     return RowResult(row_id, False, f"not checked: the rows before it used up the wall time limit ({limit} s)",
-                     "Graded code runs within limits on memory, processes, files and time: look for code that "
-                     "waits or loops for a long time, even at the top of a cell.", 0.0)
+                     LIMIT_HINT, 0.0)
 
 
 if __name__ == "__main__":

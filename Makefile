@@ -63,7 +63,7 @@ $(BROWSER): $(STAMP)
 	  else echo "The browser test needs Debian's chromium: sudo apt-get install -y chromium"; exit 1; fi; }
 	touch $(BROWSER)
 
-# Grading runs learner code in a bubblewrap sandbox (lucy_runtime/sandbox.py): as root,
+# Grading runs learner code in a bubblewrap sandbox (lucy_runtime/grading/sandbox.py): as root,
 # install Debian's bubblewrap; otherwise say what grading gets without it.
 $(SANDBOX): $(COURSE_STAMP)
 	@command -v bwrap >/dev/null 2>&1 || { \
@@ -87,9 +87,9 @@ $(MERMAID): $(STAMP)
 	touch $(MERMAID)
 
 # Every Jupyter command in .venv starts without the IRI grammar jsonschema would build
-# (1.6 s or more: lucy_runtime/nbgrader_main.py), the README's plain `nbgrader` included.
-$(FAST_START): $(COURSE_STAMP) lucy_runtime/nbgrader_main.py
-	$(BIN)/python -c 'from lucy_runtime.nbgrader_main import write_startup_file; write_startup_file()'
+# (1.6 s or more: lucy_runtime/grading/nbgrader_main.py), the README's plain `nbgrader` included.
+$(FAST_START): $(COURSE_STAMP) lucy_runtime/grading/nbgrader_main.py
+	$(BIN)/python -c 'from lucy_runtime.grading.nbgrader_main import write_startup_file; write_startup_file()'
 	touch $(FAST_START)
 
 # Bytecode for this package, written before a run. pip writes it for what it installs, but
@@ -102,7 +102,7 @@ bytecode: $(COURSE_STAMP) $(FAST_START)
 # An educator's first command: nbgrader, JupyterLab and the runtime in .venv, bubblewrap for the
 # grading sandbox, and one line on the isolation this machine gives (README: Grading isolation).
 course: $(COURSE_STAMP) $(SANDBOX) bytecode
-	@$(BIN)/python -m lucy_runtime.sandbox
+	@$(BIN)/python -m lucy_runtime.grading.sandbox
 
 demo: $(STAMP) $(SANDBOX) bytecode
 	$(BIN)/lucy demo

@@ -12,8 +12,8 @@ if _bin not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _bin + os.pathsep + os.environ.get("PATH", "")
 
 # `generate_assignment --force` deletes release/<assignment> before it converts: a run that
-# fails puts release/ and gradebook.db back as they were (lucy_runtime/unchanged_on_failure.py).
-from lucy_runtime.unchanged_on_failure import guard_generate_assignment  # noqa: E402
+# fails puts release/ and gradebook.db back as they were (lucy_runtime/grading/unchanged_on_failure.py).
+from lucy_runtime.grading.unchanged_on_failure import guard_generate_assignment  # noqa: E402
 
 guard_generate_assignment()
 
@@ -24,14 +24,14 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 # c.CourseDirectory.db_url = "postgresql+psycopg://lucy@127.0.0.1:5432/lucy_ch07"
 
 # `lucy autograde --jobs N` runs several nbgrader processes on one gradebook: a SQLite
-# writer waits for the others instead of failing after 5 s (lucy_runtime/gradebook.py).
-from lucy_runtime.gradebook import wait_for_sqlite_writers  # noqa: E402
+# writer waits for the others instead of failing after 5 s (lucy_runtime/grading/gradebook.py).
+from lucy_runtime.grading.gradebook import wait_for_sqlite_writers  # noqa: E402
 
 wait_for_sqlite_writers()
 
 # nbgrader checks each cell's metadata with jsonschema.validate, which re-checks the schema
-# itself every time: check it once per process (lucy_runtime/nbgrader_main.py).
-from lucy_runtime.nbgrader_main import check_metadata_schema_once  # noqa: E402
+# itself every time: check it once per process (lucy_runtime/grading/nbgrader_main.py).
+from lucy_runtime.grading.nbgrader_main import check_metadata_schema_once  # noqa: E402
 
 check_metadata_schema_once()
 # The jupytext Markdown pairs in source/ hold the reference solution: never release them.
@@ -51,7 +51,7 @@ c.Execute.interrupt_on_timeout = True
 # are not in the release): nbgrader otherwise warns for every test cell of every submission.
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec  # noqa: E402
 
-from lucy_runtime.released_cells import OverwriteCellsAsReleased  # noqa: E402
+from lucy_runtime.grading.released_cells import OverwriteCellsAsReleased  # noqa: E402
 
 c.OverwriteCells.add_missing_cells = True
 c.CheckCellMetadata.enabled = True
@@ -59,7 +59,7 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
                                       CheckCellMetadata]
 
 # After the kernel has run the hidden tests, re-check every graded row outside the
-# kernel (see lucy_runtime/sealed.py): a learner cell that tampers with grade() in
+# kernel (see lucy_runtime/grading/sealed.py): a learner cell that tampers with grade() in
 # the kernel cannot change the grade.
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
@@ -68,16 +68,16 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveAutoGrades,
 )
 
-from lucy_runtime.grading_kernel import SandboxedExecute  # noqa: E402
-from lucy_runtime.inert_html import InertHTML  # noqa: E402
-from lucy_runtime.sealed import SealedVerdicts  # noqa: E402
+from lucy_runtime.grading.kernel import SandboxedExecute  # noqa: E402
+from lucy_runtime.grading.inert_html import InertHTML  # noqa: E402
+from lucy_runtime.grading.sealed import SealedVerdicts  # noqa: E402
 
-# Learner code runs in a sandbox (lucy_runtime/sandbox.py): the kernel and the sealed
+# Learner code runs in a sandbox (lucy_runtime/grading/sandbox.py): the kernel and the sealed
 # re-check's children see only that submission, never source/, the gradebook or other
 # students. SandboxedExecute is nbgrader's Execute with the kernel started in it
 # (nbgrader ignores c.Execute.kernel_manager_class: it passes its own as a keyword).
 #
-# InertHTML comes last (lucy_runtime/inert_html.py): once the kernel, the sealed verdict and
+# InertHTML comes last (lucy_runtime/grading/inert_html.py): once the kernel, the sealed verdict and
 # nbgrader's scoring are done, every learner-controlled piece of HTML in the autograded notebook
 # (Markdown, raw cells, outputs, attachments, widget state) is cleaned with nh3, so nothing a
 # learner hands in runs in formgrader's grading page or in the feedback page.

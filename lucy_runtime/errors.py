@@ -168,7 +168,7 @@ class ObserverFailed(CheckerError, RuntimeError):
 
 
 class CheckerProcessGone(CheckerError, RuntimeError):
-    """The checker process (checker/process.py) ended before it answered."""
+    """The checker process (grading/process.py) ended before it answered."""
 
 
 class CheckerFault(CheckerError, AssertionError):

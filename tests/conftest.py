@@ -52,9 +52,9 @@ def learner_with(cells: list[tuple[str, str]], case: Case | None = None) -> Sour
 
 @pytest.fixture(scope="session")
 def checker():
-    """One small checker process per test worker (lucy_runtime/checker/process.py): the rows' many
+    """One small checker process per test worker (lucy_runtime/grading/process.py): the rows' many
     children fork from it rather than from this worker, which costs several times more per fork."""
-    from lucy_runtime.checker.process import CheckerProcess
+    from lucy_runtime.grading.process import CheckerProcess
 
     with CheckerProcess() as process:
         yield process

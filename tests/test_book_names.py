@@ -12,11 +12,11 @@ import pytest
 
 from lucy_runtime.checker import select_rows
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.cli import subcommands
+from lucy_runtime.educator.cli import subcommands
 from lucy_runtime.educator.alternatives import ALTERNATIVES
 from lucy_runtime.educator.cases import CASES
 from lucy_runtime.educator.tampers import TAMPERS
-from lucy_runtime.solutions import source_notebooks
+from lucy_runtime.educator.solutions import source_notebooks
 from lucy_runtime.notebook import read
 
 from .conftest import REPO

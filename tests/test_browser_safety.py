@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from nbformat.v4 import new_raw_cell
 
-from lucy_runtime.course import ScratchCourse
+from lucy_runtime.educator.course import ScratchCourse
 from lucy_runtime.educator.tampers import runs_as_the_educator, tamper_by_name
 from lucy_runtime.educator.verify import Entry, Kind, filled, handed_in, with_written_answers
 

@@ -1,4 +1,4 @@
-"""Rows run in a checker process of their own (lucy_runtime/checker/process.py): the same
+"""Rows run in a checker process of their own (lucy_runtime/grading/process.py): the same
 verdicts as in the caller, from a small process the scenario children fork from, whose
 answer pipe no learner code can reach."""
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from lucy_runtime.checker import orchestrator
+from lucy_runtime.grading import orchestrator
 from lucy_runtime.checker import run_rows
-from lucy_runtime.checker.process import CheckerProcess
+from lucy_runtime.grading.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Case, Edit, by_name
 from lucy_runtime.errors import CheckerProcessGone
@@ -63,7 +63,7 @@ def test_a_closed_checker_process_says_so(reference_cells):
 
 
 def test_without_a_sandbox_the_sealed_recheck_still_runs_in_a_checker_process_of_its_own(reference_cells):
-    from lucy_runtime import sandbox
+    from lucy_runtime.grading import sandbox
 
     none = sandbox.Sandbox("none", reason="no bwrap on this test's machine")
     noop = learner_with(reference_cells, by_name("noop-finish"))

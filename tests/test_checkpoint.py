@@ -31,7 +31,7 @@ def learner_folder(tmp_path, case=None):
 
 def checkpoint(folder, *extra, tmp=None):
     env = {**os.environ, "TMPDIR": str(tmp)} if tmp else None
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "checkpoint", "ch07", str(folder),
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", "checkpoint", "ch07", str(folder),
                            "--records", str(folder / "records"), "--json", str(folder / "record.json"), *extra],
                           cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
 
@@ -96,7 +96,7 @@ def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
     """Kernel and row children alike: no course in sight, no service on the machine's loopback, the grader user."""
     import socket
 
-    from lucy_runtime import sandbox
+    from lucy_runtime.grading import sandbox
     from lucy_runtime.cells import is_learner_owned
 
     from .test_grading_isolation import Listener

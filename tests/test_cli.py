@@ -18,7 +18,7 @@ from .conftest import REPO
 
 
 def lucy(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env=env)
 
 
@@ -133,7 +133,7 @@ def test_lucy_ends_quietly_when_the_reader_of_its_output_goes_away():
     import sys
 
     # `true` reads nothing and is gone before lucy writes: every write meets a closed pipe.
-    done = subprocess.run(f"'{sys.executable}' -m lucy_runtime.cli rows | true", shell=True, capture_output=True,
+    done = subprocess.run(f"'{sys.executable}' -m lucy_runtime.educator.cli rows | true", shell=True, capture_output=True,
                           text=True, timeout=120)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
 

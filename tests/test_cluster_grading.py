@@ -32,10 +32,10 @@ import nbformat
 import pytest
 from sqlalchemy.engine import make_url
 
-from lucy_runtime import sandbox
+from lucy_runtime.grading import sandbox
 from lucy_runtime.cells import is_learner_owned
-from lucy_runtime.cli import main
-from lucy_runtime.course import REPO, ScratchCourse, nbgrader
+from lucy_runtime.educator.cli import main
+from lucy_runtime.educator.course import REPO, ScratchCourse, nbgrader
 from lucy_runtime.educator.scheduler import TlsFiles, connect
 from lucy_runtime.educator.verify import filled
 
@@ -137,14 +137,14 @@ def processes_of(course: Path, folder: Path) -> list[str]:
 
 def lucy(*args: str) -> subprocess.CompletedProcess:
     """The `lucy` command, as an educator types it (the same interpreter, so the same package)."""
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", *args], capture_output=True, text=True,
                           timeout=900)
 
 
 def gradebook_entries(root: Path, students) -> dict:
     from nbgrader.api import Gradebook
 
-    from lucy_runtime.gradebook import course_db_url
+    from lucy_runtime.grading.gradebook import course_db_url
 
     with Gradebook(course_db_url(root)) as gb:
         return {(s, g.name): (g.auto_score, g.max_score, g.needs_manual_grade)

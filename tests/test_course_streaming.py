@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lucy_runtime.course import stream_lines
+from lucy_runtime.educator.course import stream_lines
 
 
 def test_a_silent_hang_is_stopped_at_the_timeout(tmp_path):
@@ -69,10 +69,10 @@ def _string_formats(schema) -> set[str]:
 def test_grading_starts_nbgrader_without_the_iri_grammar_and_it_still_validates_notebooks(tmp_path):
     import subprocess
 
-    from lucy_runtime.course import NBGRADER
+    from lucy_runtime.educator.course import NBGRADER
 
     probe = ("import sys\n"
-             "from lucy_runtime.nbgrader_main import main\n"
+             "from lucy_runtime.grading.nbgrader_main import main\n"
              "try:\n    main(['autograde', 'nothing'])\nexcept SystemExit as stop:\n    code = stop.code\n"
              "import jsonschema, nbformat\n"
              "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')]))\n"
@@ -80,7 +80,7 @@ def test_grading_starts_nbgrader_without_the_iri_grammar_and_it_still_validates_
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     # nbgrader ran (and refused a course with no submissions), never loaded the grammar, and validated a notebook.
     assert done.stdout.split() == ["1", "True", "False"], done.stdout + done.stderr
-    assert NBGRADER[1:] == ("-m", "lucy_runtime.nbgrader_main")
+    assert NBGRADER[1:] == ("-m", "lucy_runtime.grading.nbgrader_main")
 
 
 def test_no_notebook_schema_asks_for_the_format_grading_leaves_out():
@@ -102,7 +102,7 @@ def test_every_interpreter_of_the_course_virtualenv_starts_without_the_iri_gramm
     import sysconfig
     from pathlib import Path
 
-    from lucy_runtime.nbgrader_main import STARTUP_FILE, startup_line, write_startup_file
+    from lucy_runtime.grading.nbgrader_main import STARTUP_FILE, startup_line, write_startup_file
 
     installed = Path(sysconfig.get_paths()["purelib"]) / STARTUP_FILE
     assert installed.exists() and installed.read_text() == startup_line(), "make writes it: run `make test`"
@@ -130,7 +130,7 @@ def test_nbgrader_checks_the_metadata_schema_once_and_refuses_what_it_refused_be
     from nbformat.v4 import new_code_cell
     from nbgrader.nbgraderformat import MetadataValidator, ValidationError, common
 
-    from lucy_runtime.nbgrader_main import SchemaCheckedOnce
+    from lucy_runtime.grading.nbgrader_main import SchemaCheckedOnce
 
     good = new_code_cell("1", metadata={"nbgrader": {"grade": True, "grade_id": "row_a", "locked": True, "points": 1,
                                                      "schema_version": 3, "solution": False, "task": False}})
@@ -159,7 +159,7 @@ def test_nbgrader_checks_the_metadata_schema_once_and_refuses_what_it_refused_be
 def test_the_course_config_gives_nbgrader_the_schema_checked_once():
     import subprocess
 
-    from lucy_runtime.course import REPO
+    from lucy_runtime.educator.course import REPO
 
     probe = ("from traitlets.config.loader import PyFileConfigLoader\n"
              f"PyFileConfigLoader('nbgrader_config.py', path={str(REPO)!r}).load_config()\n"

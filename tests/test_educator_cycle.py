@@ -15,7 +15,7 @@ import shutil
 import nbformat
 import pytest
 
-from lucy_runtime.course import nbgrader
+from lucy_runtime.educator.course import nbgrader
 from lucy_runtime.educator.verify import filled
 
 from .conftest import REPO

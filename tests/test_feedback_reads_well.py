@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lucy_runtime.checker.results import CheckReport, RowResult
-from lucy_runtime.sealed import verdict_outputs
+from lucy_runtime.grading.sealed import verdict_outputs
 
 LONG_HINT = ("Move the work to done and insert its report in one `with queue.store.transaction() as tx:` block, "
              "so that a crash between the two statements leaves both or neither, never a done work without its report.")

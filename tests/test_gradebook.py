@@ -13,9 +13,7 @@ import pytest
 from nbgrader.api import Gradebook, InvalidEntry
 from sqlalchemy.exc import OperationalError
 
-from lucy_runtime.gradebook import (
-    GradebookUnreadable, course_db_url, stop_waiting_for_sqlite_writers, wait_for_sqlite_writers,
-)
+from lucy_runtime.grading.gradebook import GradebookUnreadable, course_db_url, stop_waiting_for_sqlite_writers, wait_for_sqlite_writers
 
 HELD = 6.5
 """Seconds another grader holds the write lock: longer than the SQLite driver's 5 s default wait."""
@@ -80,7 +78,7 @@ def test_without_the_hook_a_gradebook_write_gives_up_after_5_s_and_is_lost(tmp_p
 
 
 def test_the_course_gradebook_url_comes_from_its_config_and_defaults_to_gradebook_db(tmp_path, hook_off):
-    from lucy_runtime.course import REPO
+    from lucy_runtime.educator.course import REPO
 
     (tmp_path / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text())
     assert course_db_url(tmp_path) == f"sqlite:///{tmp_path.resolve() / 'gradebook.db'}"
@@ -99,7 +97,7 @@ def test_a_folder_without_nbgrader_config_is_refused_with_a_clear_error(tmp_path
 def test_a_server_that_does_not_answer_is_named_with_how_to_start_it():
     import socket
 
-    from lucy_runtime.gradebook import GradebookUnreachable, check_reachable
+    from lucy_runtime.grading.gradebook import GradebookUnreachable, check_reachable
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -113,7 +111,7 @@ def test_a_server_that_does_not_answer_is_named_with_how_to_start_it():
 def test_no_role_no_password_and_a_wrong_password_are_each_named_with_what_to_do(tmp_path, monkeypatch):
     from sqlalchemy.engine import make_url
 
-    from lucy_runtime.gradebook import GradebookUnreachable, check_reachable
+    from lucy_runtime.grading.gradebook import GradebookUnreachable, check_reachable
 
     from .pg import postgres
 
@@ -139,7 +137,7 @@ def test_no_role_no_password_and_a_wrong_password_are_each_named_with_what_to_do
 
 @pytest.mark.slow
 def test_a_gradebook_moves_from_sqlite_into_an_empty_postgresql_database_row_for_row(tmp_path, empty_gradebook):
-    from lucy_runtime.gradebook import migrate
+    from lucy_runtime.grading.gradebook import migrate
 
     from .pg import postgres
 

@@ -87,7 +87,7 @@ def test_a_noop_finish_loses_marks_under_real_nbgrader(verified):
 def test_the_blank_release_scores_zero_on_every_autograded_row(verified, unit):
     import nbformat
 
-    from lucy_runtime.course import REPO, graded_test_cells
+    from lucy_runtime.educator.course import REPO, graded_test_cells
 
     blank = entry(verified, "blank-release", unit).graded
     cells = graded_test_cells(nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4))

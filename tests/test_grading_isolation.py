@@ -1,4 +1,4 @@
-"""Learner code cannot reach the course while it is graded (lucy_runtime/sandbox.py).
+"""Learner code cannot reach the course while it is graded (lucy_runtime/grading/sandbox.py).
 
 Each trick below is a blank release with one learner cell changed, autograded by real
 ``nbgrader autograde``. The trick reports what it could reach through a Unix socket in
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from lucy_runtime.checker import orchestrator
-from lucy_runtime import sandbox
-from lucy_runtime.course import REPO, ScratchCourse
+from lucy_runtime.grading import orchestrator
+from lucy_runtime.grading import sandbox
+from lucy_runtime.educator.course import REPO, ScratchCourse
 from lucy_runtime.cells import is_learner_owned
 
 from .conftest import temporary_folder_at
@@ -86,11 +86,12 @@ def test_without_bubblewrap_grading_says_so_once(monkeypatch, capsys):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to the grader user needs root")
 def test_a_child_drops_to_the_grader_user_and_keeps_no_inherited_descriptor(monkeypatch, tmp_path):
-    from lucy_runtime.checker.child import run_in_child
+    from lucy_runtime.engine import confine
+    from lucy_runtime.engine.child import run_in_child
 
     _, uid, gid = sandbox.grader_account()
     inherited = os.open(tmp_path / "secret", os.O_CREAT | os.O_WRONLY, 0o600)
-    monkeypatch.setattr(sandbox, "_drop_to", (uid, gid))
+    monkeypatch.setattr(confine, "_drop_to", (uid, gid))
     try:
         seen = run_in_child(lambda: (os.getuid(), os.getgid(), os.getgroups(), _is_open(inherited)))
     finally:
@@ -417,7 +418,7 @@ def test_a_cell_cannot_print_the_reference_into_its_own_feedback(graded):
 @contextlib.asynccontextmanager
 async def grading_kernel(folder):
     """A kernel started as nbgrader starts it under grading, and its client; shut down and cleaned up after."""
-    from lucy_runtime.grading_kernel import SandboxedKernelManager
+    from lucy_runtime.grading.kernel import SandboxedKernelManager
 
     km = SandboxedKernelManager(kernel_name="python3")
     await km.start_kernel(cwd=str(folder))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lucy_runtime.course import GradedSubmission
+from lucy_runtime.educator.course import GradedSubmission
 from lucy_runtime.educator.verify import Entry, Kind, hand_back
 
 UNIT = "ch07_unit_a"

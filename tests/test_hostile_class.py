@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from lucy_runtime import sandbox
+from lucy_runtime.grading import sandbox
 from lucy_runtime.cells import is_learner_owned
-from lucy_runtime.course import ScratchCourse, nbgrader
+from lucy_runtime.educator.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
 from lucy_runtime.educator.parallel import Status, autograde_class
 from lucy_runtime.educator.verify import filled
-from lucy_runtime.limits import CGROUP_ROOT, GROUP_PREFIX
+from lucy_runtime.engine.limits import CGROUP_ROOT, GROUP_PREFIX
 
 pytestmark = [pytest.mark.nbgrader, pytest.mark.slow]
 

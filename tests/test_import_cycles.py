@@ -1,4 +1,5 @@
-"""No import cycle anywhere in lucy_runtime: its imports, deferred ones included, form a graph without loops."""
+"""No import cycle anywhere in lucy_runtime, and no import up the layers: its imports,
+deferred ones included, form a graph without loops that runs one way (``LAYERS``)."""
 
 from __future__ import annotations
 
@@ -44,19 +45,38 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return {target for target in found if not (name == target or name.startswith(target + "."))}
 
 
-# The loop left, deferred inside functions: the practice notebook's kill hooks (deferred) run
-# checker.child, whose package loads the practice rows, which import the practice fakes beside
-# the hooks. Moving the supervised-process engine (child, faults, series) out of the checker
-# package, below practice/, explore/ and the checker, removes these edges; then delete them here.
-ALLOWED = {("lucy_runtime.practice.kill", "lucy_runtime.checker"),
-           ("lucy_runtime.practice.kill", "lucy_runtime.checker.child"),
-           ("lucy_runtime.practice.kill", "lucy_runtime.checker.faults")}
+LAYERS = (
+    ("runtime", ("lucy_runtime",)),
+    ("fakes", ("lucy_runtime.fakes",)),
+    ("engine", ("lucy_runtime.engine",)),
+    ("learner tools", ("lucy_runtime.practice", "lucy_runtime.explore")),
+    ("checker", ("lucy_runtime.checker",)),
+    ("grading", ("lucy_runtime.grading",)),
+    ("educator", ("lucy_runtime.educator",)),
+)
+"""Lowest first. A module may import its own layer and the layers below it, never one above.
+The runtime is every module at the top of ``lucy_runtime``: what a learner imports."""
+
+
+def layer(name: str) -> int:
+    """The layer of a module: the one whose package holds it most closely."""
+    best, depth = 0, -1
+    for rank, (_, packages) in enumerate(LAYERS):
+        for package in packages:
+            if (name == package or name.startswith(package + ".")) and package.count(".") > depth:
+                best, depth = rank, package.count(".")
+    return best
 
 
 def graph() -> dict[str, set[str]]:
     found = modules()
-    return {name: imports_of(name, path, set(found)) - {b for a, b in ALLOWED if a == name}
-            for name, path in found.items()}
+    return {name: imports_of(name, path, set(found)) for name, path in found.items()}
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a module in a higher layer, as 'importer (layer) -> imported (layer)'."""
+    return [f"{a} ({LAYERS[layer(a)][0]}) -> {b} ({LAYERS[layer(b)][0]})"
+            for a in sorted(edges) for b in sorted(edges[a]) if layer(b) > layer(a)]
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -101,8 +121,29 @@ def test_no_module_of_lucy_runtime_imports_itself_back():
     assert cycles(graph()) == []
 
 
-def test_the_allowed_edges_still_exist():
-    """An allowed edge that is gone must leave the list, so the list cannot hide a new loop."""
-    found = modules()
-    for importer, imported in ALLOWED:
-        assert imported in imports_of(importer, found[importer], set(found)), (importer, imported)
+def test_every_module_has_a_layer_of_its_package():
+    assert layer("lucy_runtime.store") == 0 and layer("lucy_runtime.engine.child") == 2
+    assert layer("lucy_runtime.checker.topics.sweep") == 4 and layer("lucy_runtime.educator.cli") == 6
+    assert {LAYERS[layer(name)][0] for name in modules()} == {name for name, _ in LAYERS}
+
+
+def test_the_layer_check_finds_a_planted_upward_import():
+    edges = graph()
+    edges["lucy_runtime.telegram"] = edges["lucy_runtime.telegram"] | {"lucy_runtime.engine.child"}
+    edges["lucy_runtime.engine.child"] = edges["lucy_runtime.engine.child"] | {"lucy_runtime.grading.sandbox"}
+    assert upward(edges) == ["lucy_runtime.engine.child (engine) -> lucy_runtime.grading.sandbox (grading)",
+                             "lucy_runtime.telegram (runtime) -> lucy_runtime.engine.child (engine)"]
+
+
+def test_the_layer_check_reads_a_planted_deferred_import(tmp_path):
+    planted = tmp_path / "lucy_runtime" / "transport.py"
+    planted.parent.mkdir()
+    planted.write_text("def send():\n    from .checker import child\n", encoding="utf-8")
+    known = {"lucy_runtime", "lucy_runtime.checker", "lucy_runtime.checker.child"}
+    assert imports_of("lucy_runtime.transport", planted, known) == {"lucy_runtime.checker", "lucy_runtime.checker.child"}
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    """The runtime knows nothing of the engine, the engine nothing of the checker, the checker
+    nothing of grading, grading nothing of the educator's tools: no exceptions listed."""
+    assert upward(graph()) == []

@@ -12,7 +12,7 @@ from nbconvert import HTMLExporter
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 from lucy_runtime.educator.tampers import HOSTILE_ANSWER
-from lucy_runtime.inert_html import InertHTML
+from lucy_runtime.grading.inert_html import InertHTML
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
 SVG_WITH_SCRIPT = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'><script>top.lucyRan=1</script></svg>").decode()

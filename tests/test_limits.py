@@ -1,4 +1,4 @@
-"""The grading limits (lucy_runtime/limits.py): rlimits, cgroups, and what a hit limit says."""
+"""The grading limits (lucy_runtime/engine/limits.py): rlimits, cgroups, and what a hit limit says."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from lucy_runtime.checker import orchestrator
-from lucy_runtime import limits
-from lucy_runtime.limits import Cgroup, GradingLimits, Limits, make_cgroup
+from lucy_runtime.grading import orchestrator
+from lucy_runtime.engine import limits
+from lucy_runtime.engine.limits import Cgroup, GradingLimits, Limits, make_cgroup
 
 
 def test_the_defaults_can_be_changed_in_the_nbgrader_config():
@@ -140,7 +140,7 @@ def test_the_sealed_recheck_stops_starting_rows_at_the_wall_time_limit_and_says_
     the limit named, and the re-check returns well within the limit plus one row."""
     import time
 
-    from lucy_runtime import sandbox
+    from lucy_runtime.grading import sandbox
     from lucy_runtime.checker.rows import ROWS
 
     box = sandbox.detect()

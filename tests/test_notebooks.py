@@ -11,7 +11,7 @@ import pytest
 
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.cells import is_learner_owned, nbgrader_meta, row_of, solution_region
-from lucy_runtime.course import nbgrader, graded_test_cells
+from lucy_runtime.educator.course import nbgrader, graded_test_cells
 from lucy_runtime.notebook import pair_differences, sync_from_markdown
 
 from .conftest import REPO

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import nbformat
 import pytest
 
-from lucy_runtime.course import ScratchCourse, nbgrader
+from lucy_runtime.educator.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
 from lucy_runtime.educator.parallel import MOST_PER_JOB, ClassGrading, Status, autograde_class, batches
 from lucy_runtime.educator.verify import filled
@@ -65,7 +65,7 @@ def courses(tmp_path_factory):
 def gradebook_entries(root, students) -> dict:
     from nbgrader.api import Gradebook
 
-    from lucy_runtime.gradebook import course_db_url
+    from lucy_runtime.grading.gradebook import course_db_url
 
     with Gradebook(course_db_url(root)) as gb:
         return {(s, g.name): (g.auto_score, g.max_score, g.needs_manual_grade)

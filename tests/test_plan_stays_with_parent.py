@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from lucy_runtime.checker import orchestrator
-from lucy_runtime import sandbox
+from lucy_runtime.grading import orchestrator
+from lucy_runtime.grading import sandbox
 from lucy_runtime.checker import Harness, SourceLearner, run_rows
-from lucy_runtime.checker.child import Status
-from lucy_runtime.checker.faults import Count
-from lucy_runtime.checker.process import CheckerProcess
+from lucy_runtime.engine.child import Status
+from lucy_runtime.engine.faults import Count
+from lucy_runtime.grading.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.checker.series import Series
 from lucy_runtime.educator.cases import Case, by_name

@@ -131,7 +131,7 @@ def test_a_checkpoint_record_gives_the_status_of_the_learner_its_folder_names(tm
 
 
 def test_lucy_report_without_a_course_or_an_assignment_says_so_and_exits_2(tmp_path, capsys):
-    from lucy_runtime.cli import main
+    from lucy_runtime.educator.cli import main
 
     assert main(["report", "ch07_unit_a", "--course", str(tmp_path)]) == 2
     assert "has no nbgrader_config.py" in capsys.readouterr().err

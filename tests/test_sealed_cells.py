@@ -26,7 +26,7 @@ from lucy_runtime.educator.cases import CASES, Case
 from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 from lucy_runtime.educator.verify import Entry, Kind, handed_in
 from lucy_runtime.notebook import read
-from lucy_runtime.sealed import notebook_learner
+from lucy_runtime.grading.sealed import notebook_learner
 
 from .conftest import REPO, with_case
 

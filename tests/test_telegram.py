@@ -12,7 +12,7 @@ from lucy_runtime.errors import InvalidField, TransportMisuse
 from lucy_runtime.store import Store
 from lucy_runtime.telegram import (BUSY_REPLY, BotApi, Message, Skipped, TelegramIntake, TelegramTransport,
                                    parse_update)
-from lucy_runtime.telegram_fake import FakeTelegram
+from lucy_runtime.fakes.telegram import FakeTelegram
 from lucy_runtime.transport import OutgoingReport, Receipt, Refused, Uncertain
 from lucy_runtime.work import Admission, Outcome
 

@@ -193,7 +193,7 @@ def test_64_kib_bodies_are_sent_verbatim(tmp_path):
 def any_transport(request, tmp_path):
     if request.param == "telegram":
         from lucy_runtime.telegram import BotApi, TelegramTransport
-        from lucy_runtime.telegram_fake import FakeTelegram
+        from lucy_runtime.fakes.telegram import FakeTelegram
 
         with FakeTelegram() as api:
             yield TelegramTransport(BotApi(api.base_url, api.token), {"chat-4411": 4411})

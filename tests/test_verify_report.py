@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lucy_runtime.course import GradedSubmission
+from lucy_runtime.educator.course import GradedSubmission
 from lucy_runtime.educator.verify import Entry, Kind, VerifyReport, judge
 
 UNIT = "ch07_unit_a"

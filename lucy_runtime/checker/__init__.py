@@ -85,7 +85,7 @@ def check(topic: str = "all", namespace: dict | None = None, *, swap: dict[str, 
     title = f"Self-check '{topic}'" + (f" with {', '.join(f'{v} as {k}' for k, v in swap.items())}" if swap else "")
     if os.environ.get(SEALED_ENV) == "sealed":
         # Under nbgrader autograde a self-check decides nothing: the graded rows run once,
-        # outside the kernel (lucy_runtime/sealed.py). Running them here too only costs time.
+        # outside the kernel (lucy_runtime/grading/sealed.py). Running them here too only costs time.
         return CheckReport((), title, not_run=NOT_RUN_UNDER_AUTOGRADE)
     return run_rows(learner, rows, title=title)
 
@@ -99,7 +99,7 @@ def grade(row_id: str, namespace: dict | None = None) -> None:
         raise UnknownName(f"unknown row {row_id!r}")
     if os.environ.get(SEALED_ENV) == "sealed":
         # Under nbgrader autograde the verdict outside the kernel replaces this cell's outputs
-        # (lucy_runtime/sealed.py): running the row here too would only double the time.
+        # (lucy_runtime/grading/sealed.py): running the row here too would only double the time.
         print(f"{row_id}: graded outside the notebook, after it has run")
         return
     learner = KernelLearner(namespace if namespace is not None else _caller_namespace())

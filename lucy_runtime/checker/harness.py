@@ -26,9 +26,9 @@ from ..prices import PriceBook
 from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, Assignment, Disposition, Queue, Report
-from . import child as _child
-from .child import ChildResult, Plan, run_in_child
-from .child import PROBE
+from ..engine import child as _child
+from ..engine.child import ChildResult, Plan, run_in_child
+from ..engine.child import PROBE
 from .observe import Snapshot, observe_many
 
 

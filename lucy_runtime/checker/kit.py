@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import CheckerFault, Fail
-from ..limits import LIMIT_HINT, explain_error, explain_signal
+from ..engine.limits import LIMIT_HINT, explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
-from .child import ChildResult
-from .faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
+from ..engine.child import ChildResult
+from ..engine.faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
 from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
 from .series import Kept, Series
 from .observe import Snapshot, _find_table

@@ -13,7 +13,7 @@ import io
 from typing import Any
 
 from ..errors import Disagreement
-from .faults import KillAt
+from ..engine.faults import KillAt
 from .harness import Ctx, Harness
 from .observe import read_between_children
 from ..transport import Behaviour

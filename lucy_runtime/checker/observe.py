@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..errors import ObserverFailed
 from .. import observer
 from ..observer import _find_table, snapshot
-from ..sandbox import dropping_to
+from ..engine.confine import dropping_to
 
 __all__ = ["Snapshot", "_find_table", "in_fresh_process", "observe_many", "read_between_children", "snapshot"]
 

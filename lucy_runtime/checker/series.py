@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .child import ChildResult, ForkServer, Plan, run_served
+from ..engine.child import ChildResult, ForkServer, Plan, run_served
 from .harness import SCENARIO_FILES, Ctx, Harness
 from .observe import Snapshot
 

@@ -8,7 +8,7 @@ autograded notebooks and the scores are the ones sequential nbgrader writes, and
 nbgrader's start-up is paid once per batch rather than once per student. A submission
 that runs past its time limit is stopped with everything it started and recorded as
 timed out; a kernel that dies is recorded as such; neither touches the other
-submissions. Gradebook writes wait for each other (``lucy_runtime/gradebook.py``), or
+submissions. Gradebook writes wait for each other (``lucy_runtime/grading/gradebook.py``), or
 go to a database server such as PostgreSQL.
 """
 
@@ -24,9 +24,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from ..course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
+from .course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
-from ..gradebook import check_reachable, course_db_url
+from ..grading.gradebook import check_reachable, course_db_url
 from .scheduler import TlsFiles, connect
 
 
@@ -119,7 +119,7 @@ def _failed_students(output: str, assignment: str) -> set[str]:
 
 
 def _stopped(log: str) -> str:
-    """What stopped a submission, from its stretch of the log (``grading_kernel.STOPPED_LOG``)."""
+    """What stopped a submission, from its stretch of the log (``grading.kernel.STOPPED_LOG``)."""
     return "; ".join(dict.fromkeys(m.strip() for m in re.findall(r"Submission stopped: (.+)", log)))
 
 

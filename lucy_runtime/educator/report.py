@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cells import row_of
-from ..course import REPO
+from .course import REPO
 from ..errors import NothingToGrade
-from ..gradebook import course_db_url
+from ..grading.gradebook import course_db_url
 from .cases import CASES, Case
 from .history import Movement, Run, record_run
 from .practice_cases import PRACTICE_CASES

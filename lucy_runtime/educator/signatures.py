@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..cells import grade_id, is_learner_cell
 from ..checker.rows import ROWS
-from ..course import REPO
+from .course import REPO
 from ..notebook import graded_cells, learner_implementation, plain_cells
 from ..progress import Progress
 from ..units import UNIT_NOTEBOOKS, UNITS
@@ -87,7 +87,7 @@ def measure(cases: tuple[Case, ...] = CASES + PRACTICE_CASES, *, repo: Path = RE
             progress: Progress | None = None) -> Signatures:
     """Run each case's unit rows against the reference with the case applied (one checker process)."""
     from ..checker import SourceLearner  # noqa: PLC0415 - the checker is needed only to measure
-    from ..checker.process import CheckerProcess  # noqa: PLC0415
+    from ..grading.process import CheckerProcess  # noqa: PLC0415
 
     failing = {}
     with CheckerProcess() as checker:

@@ -203,7 +203,7 @@ own.close()
 return report'''
 
 _FORGED_COMMIT = '''import sqlite3
-from lucy_runtime.checker.child import report_point
+from lucy_runtime.engine.child import report_point
 work_id, generation = assignment.work_id, assignment.generation
 with queue.store.transaction() as tx:
     row = tx.execute("SELECT session_id FROM work WHERE work_id = ? AND state = 'running' AND worker_id = ? "

@@ -26,7 +26,7 @@ import pandas as pd
 from ..cells import grade_id, is_learner_owned, is_solution, is_written_answer, row_of, strip_markers
 from ..checker.rows import ROWS
 from ..errors import EditDoesNotApply, EducatorError, UnknownCase
-from ..course import REPO, GradedSubmission, ScratchCourse
+from .course import REPO, GradedSubmission, ScratchCourse
 from ..notebook import learner_implementation
 from ..progress import Progress
 from ..tables import text_table

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..checker import child as _child
-from ..checker.child import Status, run_in_child
-from ..checker.faults import Stop
+from ..engine import child as _child
+from ..engine.child import Status, run_in_child
+from ..engine.faults import Stop
 from ..errors import ExperimentFailed
 
 

@@ -7,7 +7,7 @@ import os
 
 import pandas as pd
 
-from ..checker.observe import snapshot
+from ..observer import snapshot
 from ..store import Store
 
 

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ..checker.child import Plan, Status, run_in_child
-from ..checker.faults import KillAt
+from ..engine.child import Plan, Status, run_in_child
+from ..engine.faults import KillAt
 from ..delivery import DeliveryPolicy
 from ..loop import AgentLoop
 from ..model import InvocationLog, ScriptedModel

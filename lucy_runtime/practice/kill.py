@@ -2,20 +2,20 @@
 
 ``stop_here()`` ends the process it runs in, with nothing flushed or closed, the way
 a power cut or ``kill -9`` would. It works only inside a process started by
-``run_until_killed``, which supervises it (the checker's children are supervised in
-the same way), so a hook can never take the notebook's own kernel down.
+``run_until_killed``, which supervises it (``lucy_runtime.engine``, which supervises the
+checker's children too), so a hook can never take the notebook's own kernel down.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-# The checker is imported where it is used: the practice fakes load without it, in the observer too.
+# The engine is imported where it is used: the practice fakes load without it, in the observer too.
 from ..errors import ExperimentFailed, NotInAnExperiment
 
 
 def stop_here() -> None:
-    from ..checker import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..engine import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
 
     if not _child.supervised():
         raise NotInAnExperiment("stop_here() only stops a process started by run_until_killed(...); "
@@ -25,8 +25,8 @@ def stop_here() -> None:
 
 def run_until_killed(work: Callable[[], Any], *, timeout: float = 10.0) -> bool:
     """Run ``work()`` in a new process. True when a ``stop_here()`` ended it, False when it returned."""
-    from ..checker import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
-    from ..checker.faults import Stop  # noqa: PLC0415
+    from ..engine import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..engine.faults import Stop  # noqa: PLC0415
 
     result = _child.run_in_child(work, plan=Stop(), timeout=timeout)
     if result.status is _child.Status.RAISED:
@@ -39,7 +39,7 @@ def run_until_killed(work: Callable[[], Any], *, timeout: float = 10.0) -> bool:
 
 def from_fresh_process(look: Callable[[], Any], *, timeout: float = 10.0) -> Any:
     """Run ``look()`` in a new process that shares nothing with the one before it; return its answer."""
-    from ..checker import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..engine import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
 
     result = _child.run_in_child(look, timeout=timeout)
     if result.status is not _child.Status.RETURNED:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..faults import Stop
+from ...engine.faults import Stop
 from ..harness import Ctx, Harness
 from ..kit import expect, ok, race, row, same_id, seen, topic
 

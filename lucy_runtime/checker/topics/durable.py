@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...loop import LoopResult
 from ..attempts import Attempt, attempt
-from ..faults import Count, FailAt, Stop
+from ...engine.faults import Count, FailAt, Stop
 from ..harness import Ctx, Harness
 from ..observe import Snapshot
 from ..series import Series

@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator
 
 from ...practice import (Ack, FakeBroker, FakeCaseService, FakeSeatService, GrantResult, SeatEvent, SeatOutcome,
                          SeatScript, add_message, buggy_publish_one, case_key, create_tables, open_case, send_case)
-from ..child import PROBE
-from ..faults import Count, KillAt, Stop
+from ...engine.child import PROBE
+from ...engine.faults import Count, KillAt, Stop
 from ..harness import Ctx, Harness, broken
 from ..practice_observe import PracticeSnapshot, observe_practice
 from ..series import Series

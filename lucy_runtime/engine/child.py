@@ -46,7 +46,8 @@ from enum import Enum
 from typing import Any, Callable
 
 from ..errors import AnswerUnreadable, ForkServerGone, InjectedFault
-from .. import sandbox, store
+from . import confine
+from .. import store
 
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MESSAGE_LIMIT = 1 << 20
@@ -244,7 +245,7 @@ def _child_main(fn: Callable[[], Any], result_fd: int, to_parent: int, from_pare
     global _channel
     captured = io.StringIO()
     try:
-        sandbox.enter_child(result_fd, to_parent, from_parent)  # no inherited fds; the grader user when sandboxed
+        confine.enter_child(result_fd, to_parent, from_parent)  # no inherited fds; the grader user when sandboxed
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -659,7 +660,7 @@ def run_together(fns: list[Callable[[], Any]], *, timeout: float = 8.0, plans: l
     try:
         return Supervisor(children).run(time.monotonic() + timeout)
     finally:
-        sandbox.reap_leftovers()
+        confine.reap_leftovers()
 
 
 def run_served(server: ForkServer, scripts: list[str], *, plans: list[Plan], timeout: float = 5.0,

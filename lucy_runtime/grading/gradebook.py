@@ -29,7 +29,7 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
-from .errors import GradebookUnreachable, GradebookUnreadable
+from ..errors import GradebookUnreachable, GradebookUnreadable
 
 WAIT_SECONDS = 600
 """How long a SQLite writer waits for the lock before it gives up."""

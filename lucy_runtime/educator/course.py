@@ -21,13 +21,13 @@ from typing import Callable
 
 import nbformat
 
-from .errors import NbgraderFailed
-from .cells import grade_id, nbgrader_meta, test_cells
-from .notebook import UNITS
+from ..errors import NbgraderFailed
+from ..cells import grade_id, nbgrader_meta, test_cells
+from ..notebook import UNITS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
-NBGRADER = (sys.executable, "-m", "lucy_runtime.nbgrader_main")
+NBGRADER = (sys.executable, "-m", "lucy_runtime.grading.nbgrader_main")
 """How grading starts nbgrader: its own command line, minus an import it never uses (see nbgrader_main)."""
 
 CONFIG_BROKEN = "Exception while loading config file"

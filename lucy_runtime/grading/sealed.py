@@ -19,14 +19,14 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Float
 
-from .checker import SourceLearner
-from .checker.rows import ROWS
-from .carry import unit_a_cells
-from .cells import grade_id, row_of, test_cells
-from .errors import UnitANotFound
-from .limits import GradingLimits
-from .notebook import graded_cells
-from .checker.orchestrator import run_sealed_rows
+from ..checker import SourceLearner
+from ..checker.rows import ROWS
+from ..carry import unit_a_cells
+from ..cells import grade_id, row_of, test_cells
+from ..errors import UnitANotFound
+from ..engine.limits import GradingLimits
+from ..notebook import graded_cells
+from .orchestrator import run_sealed_rows
 
 
 def row_cells(nb) -> dict[str, str]:

@@ -31,14 +31,14 @@ from functools import partial
 from pathlib import Path
 
 from . import sandbox
-from .checker import SEALED_ENV, SourceLearner, run_rows
-from .checker.harness import Ctx, Harness
-from .checker.kit import Row, row
-from .checker.results import CheckReport, RowResult
-from .checker.faults import KillAt
-from .checker.rows import ROWS, Fail, ok, seen
-from .limits import LIMIT_HINT, Limits, group_label
-from .notebook import UNITS, find_notebooks, learner_implementation
+from ..checker import SEALED_ENV, SourceLearner, run_rows
+from ..checker.harness import Ctx, Harness
+from ..checker.kit import Row, row
+from ..checker.results import CheckReport, RowResult
+from ..engine.faults import KillAt
+from ..checker.rows import ROWS, Fail, ok, seen
+from ..engine.limits import LIMIT_HINT, Limits, group_label
+from ..notebook import UNITS, find_notebooks, learner_implementation
 
 CHECKPOINT_ROWS: dict[str, Row] = {}
 """The checkpoint's own rows: the same ``Row`` and runner as the acceptance rows, kept apart so
@@ -66,8 +66,8 @@ def _crash_at_cursor(table: str) -> KillAt:
                 "admit must answer DUPLICATE for a source_id it already stored (Telegram redelivers), and must "
                 "write through queue.store.")
 def telegram_intake(h: Harness) -> str:
-    from .telegram import BotApi, TelegramIntake
-    from .telegram_fake import FakeTelegram
+    from ..telegram import BotApi, TelegramIntake
+    from ..fakes.telegram import FakeTelegram
 
     chat_a, chat_b, stranger = 4411, 9020, 6666
     allowed = {chat_a: "chat-4411", chat_b: "chat-9020"}
@@ -117,8 +117,8 @@ def telegram_intake(h: Harness) -> str:
                 "admit must answer REFUSED with a reason when the session already holds per_session_limit unfinished "
                 "jobs, and store nothing for it.")
 def telegram_refusal(h: Harness) -> str:
-    from .telegram import BUSY_REPLY, BotApi, TelegramIntake
-    from .telegram_fake import FakeTelegram
+    from ..telegram import BUSY_REPLY, BotApi, TelegramIntake
+    from ..fakes.telegram import FakeTelegram
 
     allowed = {4411: "chat-4411", 9020: "chat-9020"}
     with FakeTelegram(known_chats=set(allowed)) as api:
@@ -161,8 +161,8 @@ def telegram_refusal(h: Harness) -> str:
                 "deliver_one must retry a retryable refusal only when policy.next_due says so, mark a permanent "
                 "refusal 'failed', record UNKNOWN for an Uncertain outcome and never pick an unknown report again.")
 def telegram_delivery(h: Harness) -> str:
-    from .telegram import BotApi, TelegramTransport
-    from .telegram_fake import FakeTelegram
+    from ..telegram import BotApi, TelegramTransport
+    from ..fakes.telegram import FakeTelegram
 
     marker = h.token(10)
     chats = {"chat-4411": 4411, "chat-9020": 9020, "chat-5150": 5150}  # Telegram knows no chat 5150
@@ -197,7 +197,7 @@ def telegram_delivery(h: Harness) -> str:
 
 def _hourly_acme():
     """The clock rows' schedule: an ACME brief for owner-ada every hour from 08:00 UTC."""
-    from .clock import Schedule
+    from ..clock import Schedule
 
     start = dt.datetime(2026, 11, 30, 8, 0, tzinfo=dt.timezone.utc)
     return start, Schedule("acme-hourly", "ACME", "owner-ada", start, dt.timedelta(hours=1))
@@ -208,7 +208,7 @@ def _hourly_acme():
                 "are visible, and the newest slot is worked",
                 "admit must treat a repeated source_id with the same session and text as DUPLICATE.")
 def clock_producer(h: Harness) -> str:
-    from .clock import ClockProducer
+    from ..clock import ClockProducer
 
     start, schedule = _hourly_acme()
     s = h.scenario("clock")
@@ -250,7 +250,7 @@ def clock_producer(h: Harness) -> str:
                 "cursor moves on: no silent drop",
                 "admit must answer REFUSED with a reason when the queue already holds capacity unfinished jobs.")
 def clock_refusal(h: Harness) -> str:
-    from .clock import ClockProducer
+    from ..clock import ClockProducer
 
     start, schedule = _hourly_acme()
     s = h.scenario("clock-refusal")
@@ -327,7 +327,7 @@ def run_checkpoint(folder: str | os.PathLike, *, execute: bool = True, seed: int
 
 
 RESULT_MARK = "lucy-checkpoint-result: "
-"""Starts the line on which ``python -m lucy_runtime.checkpoint --inside`` prints its results."""
+"""Starts the line on which ``python -m lucy_runtime.grading.checkpoint --inside`` prints its results."""
 
 
 def run_checkpoint_isolated(folder: str | os.PathLike, *, execute: bool = True, seed: int | None = None,
@@ -351,7 +351,7 @@ def run_checkpoint_isolated(folder: str | os.PathLike, *, execute: bool = True, 
         shutil.copytree(folder, work, symlinks=True, ignore=ignore)
         sandbox.hand_to_grader(box, work, enterable=True)  # a pytest tmp folder is 0700
         group, tree_limits = sandbox.tree_cgroup(limits, f"checkpoint-{group_label(folder)}", log)
-        argv = [sys.executable, "-m", "lucy_runtime.checkpoint", "--inside", str(work)]
+        argv = [sys.executable, "-m", "lucy_runtime.grading.checkpoint", "--inside", str(work)]
         argv += ([] if execute else ["--no-execute"]) + ([] if seed is None else ["--seed", str(seed)])
         # The notebooks' own check() cells run their rows, as on the learner's machine (not as under autograde).
         argv = box.command(argv, workdir=work, limits=tree_limits, env={SEALED_ENV: ""})
@@ -395,11 +395,11 @@ def table(report: CheckpointReport) -> str:
 
 
 def _inside(argv: list[str]) -> int:
-    """``python -m lucy_runtime.checkpoint --inside DIR [--no-execute] [--seed N]``: the checkpoint in
+    """``python -m lucy_runtime.grading.checkpoint --inside DIR [--no-execute] [--seed N]``: the checkpoint in
     the sandbox, its results on one line of stdout after ``RESULT_MARK``."""
     import argparse  # noqa: PLC0415 - only this entry point parses arguments
 
-    parser = argparse.ArgumentParser(prog="python -m lucy_runtime.checkpoint")
+    parser = argparse.ArgumentParser(prog="python -m lucy_runtime.grading.checkpoint")
     parser.add_argument("--inside", required=True)
     parser.add_argument("--no-execute", action="store_true")
     parser.add_argument("--seed", type=int)
@@ -411,6 +411,6 @@ def _inside(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     # Run in the importable module, as the sandbox's orchestrator does: one registry of checkpoint rows.
-    from lucy_runtime import checkpoint as _module
+    from lucy_runtime.grading import checkpoint as _module
 
     raise SystemExit(_module._inside(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """nbgrader's command line as every grading command here starts it, without an IRI grammar.
 
-``python -m lucy_runtime.nbgrader_main autograde ch07_unit_a`` is ``nbgrader autograde
+``python -m lucy_runtime.grading.nbgrader_main autograde ch07_unit_a`` is ``nbgrader autograde
 ch07_unit_a``, with one import blocked. nbformat imports jsonschema, and jsonschema, when
 ``rfc3987_syntax`` is installed (Jupyter's server asks for it), builds a Lark grammar for
 the ``iri`` string format at import: about 1.6 s before an nbgrader command does

@@ -31,27 +31,27 @@ from pathlib import Path
 
 import nbformat
 
-from .cells import grade_id, row_of, test_cells
-from .checker import SourceLearner, run_rows, select_rows
-from .checker.child import run_in_child
-from .checker.results import RowResult
+from ..cells import grade_id, row_of, test_cells
+from ..checker import SourceLearner, run_rows, select_rows
+from ..engine.child import run_in_child
+from ..checker.results import RowResult
 from .course import ScratchCourse, nbgrader
-from .delivery import DeliveryPolicy
-from .educator.parallel import autograde_class
-from .educator.signatures import load
-from .educator.verify import filled
-from .errors import BenchFailed, InvalidField
-from .gradebook import course_db_url
-from .loop import LoopResult
-from .notebook import learner_implementation
-from .store import Store
-from .transport import FakeService, FakeTransport
-from .work import Queue
+from ..delivery import DeliveryPolicy
+from .parallel import autograde_class
+from .signatures import load
+from .verify import filled
+from ..errors import BenchFailed, InvalidField
+from ..grading.gradebook import course_db_url
+from ..loop import LoopResult
+from ..notebook import learner_implementation
+from ..store import Store
+from ..transport import FakeService, FakeTransport
+from ..work import Queue
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
 SECTIONS = ("rows", "autograde", "class", "report", "queue", "loop")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LOOP = (("test-fast", 180.0), ("test", 600.0), ("demo", 360.0))
 """The contributors' loop: make targets and their goals in seconds, on two idle cores."""
 
@@ -236,7 +236,7 @@ def bench_class(config: BenchConfig, pristine: ScratchCourse, unit: str, referen
 
 def _synthesised_learner(gb, unit: str, student: str, failing: frozenset[str], autograded, folder: Path) -> None:
     """One learner as grading leaves them: gradebook grades, an autograded notebook with sealed verdicts, evidence."""
-    from .sealed import verdict_outputs  # noqa: PLC0415 - imports nbgrader (seconds); this part alone needs it
+    from ..grading.sealed import verdict_outputs  # noqa: PLC0415 - imports nbgrader (seconds); this part alone needs it
 
     gb.add_student(student)
     submission = gb.add_submission(unit, student)
@@ -283,7 +283,7 @@ def bench_report(workdir: Path, learners: int, submission_seconds: float | None)
         gb.db.commit()
     # Timed as an educator runs it: the command, its imports included.
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "report", unit, "--course", str(course.root)],
+    done = subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", "report", unit, "--course", str(course.root)],
                           capture_output=True, text=True)
     took = round(time.monotonic() - started, 2)
     csv = course.root / "reports" / f"{unit}.csv"

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from .errors import InvalidField
+from ..errors import InvalidField
 
 _HOST = "127.0.0.1"
 _ERRORS = {

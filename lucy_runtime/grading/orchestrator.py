@@ -1,14 +1,14 @@
 """The rows' orchestrator: the sealed re-check, and the small process that runs rows apart.
 
-``python -m lucy_runtime.checker.orchestrator rows`` reads a JSON request (learner cells,
+``python -m lucy_runtime.grading.orchestrator rows`` reads a JSON request (learner cells,
 row ids, timeout, seed, the user to drop to, the limits) on stdin and answers with the
 rows' results as JSON. It is trusted code: learner code runs only in its forked children,
-which call ``sandbox.enter_child()`` first (close every inherited descriptor, take the
+which call ``confine.enter_child()`` first (close every inherited descriptor, take the
 limits, drop to the grader user). In the grading sandbox it is the sealed re-check
-(``run_sealed_rows``); outside, ``checker/process.py`` keeps one serving request after
+(``run_sealed_rows``); outside, ``grading/process.py`` keeps one serving request after
 request (``--serve``), so the rows' children fork from a small process.
 
-It sets the sandbox module's state for its children (``sandbox._drop_to`` and the rest):
+It sets the engine's confinement for its children (``confine._drop_to`` and the rest):
 the sandbox knows nothing of rows, and this module sits above both.
 """
 
@@ -23,15 +23,15 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import limits as _limits
-from .. import sandbox
+from ..engine import confine, limits as _limits
+from . import sandbox
 from ..errors import SandboxUnavailable
-from ..limits import LIMIT_HINT, Limits
-from . import CheckReport, SourceLearner, run_row
-from .harness import Harness
+from ..engine.limits import LIMIT_HINT, Limits
+from ..checker import CheckReport, SourceLearner, run_row
+from ..checker.harness import Harness
 from .process import ORCHESTRATOR, CheckerProcess, read_answer, request_line
-from .results import RowResult
-from .rows import ROWS
+from ..checker.results import RowResult
+from ..checker.rows import ROWS
 
 
 def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout: float, box: sandbox.Sandbox | None = None,
@@ -85,19 +85,19 @@ def _rows_main(serve: bool = False) -> int:
 
     It reads one request (the cells, the row ids, the timeout and an optional seed) as JSON
     on stdin and answers with the rows' results. With ``serve`` it reads one request per
-    line until stdin closes and answers each on a line of its own (checker/process.py).
+    line until stdin closes and answers each on a line of its own (grading/process.py).
     """
 
     answer = os.fdopen(os.dup(1), "w")  # the report goes here; nothing else may write to it
     os.dup2(2, 1)
-    sandbox._close_inherited = True
+    confine._close_inherited = True
     for line in (sys.stdin if serve else [sys.stdin.read()]):
         request = json.loads(line)
         if request.get("limits"):
             _limits.activate(Limits.from_json(request["limits"]))
-        sandbox._sandboxed = bool(request.get("sandboxed"))
-        if request.get("drop_to") and sandbox._drop_to is None:
-            sandbox._drop_to = (int(request["drop_to"][0]), int(request["drop_to"][1]))
+        confine._sandboxed = bool(request.get("sandboxed"))
+        if request.get("drop_to") and confine._drop_to is None:
+            confine._drop_to = (int(request["drop_to"][0]), int(request["drop_to"][1]))
             # Scenario folders are made here and written by the children (the grader user):
             # in this sandbox-only process, every new file and folder is open to them.
             os.umask(0)
@@ -110,7 +110,7 @@ def _rows_main(serve: bool = False) -> int:
 
             tempfile.mkdtemp = shared_mkdtemp
         # Sandboxed, a folder of this process's /tmp, open to the grader user; otherwise Harness's own (in RAM).
-        drop_to = sandbox._drop_to
+        drop_to = confine._drop_to
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if drop_to else None
         # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between
         # the runs of one crash row nothing a run left (a file, a process) may reach the next.
@@ -133,9 +133,9 @@ def _out_of_time(row_id: str) -> RowResult:
 
 if __name__ == "__main__":
     # Run in the importable module: one registry of rows, and the sandbox state its children read.
-    from lucy_runtime.checker import orchestrator as _module
+    from lucy_runtime.grading import orchestrator as _module
 
     if sys.argv[1:2] == ["rows"] and sys.argv[2:] in ([], ["--serve"]):
         sys.exit(_module._rows_main(serve=sys.argv[2:] == ["--serve"]))
-    print("usage: python -m lucy_runtime.checker.orchestrator rows [--serve]", file=sys.stderr)
+    print("usage: python -m lucy_runtime.grading.orchestrator rows [--serve]", file=sys.stderr)
     sys.exit(2)

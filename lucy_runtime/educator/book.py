@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from .errors import BookBuildFailed
+from ..errors import BookBuildFailed
 from .solutions import solutions_book, source_notebooks
 
 MERMAID_VERSION = "11.12.1"

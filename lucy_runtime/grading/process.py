@@ -5,7 +5,7 @@ bigger its parent: about 3 ms from a fresh interpreter of 23 MB, about 17 ms fro
 of 230 MB (a test worker, a JupyterLab server, the ``lucy`` command after it read the
 notebooks). The rows fork hundreds of children. So a caller with learner *cells* in
 hand (not a live kernel) can hand them to a small process that imports only the
-checker: ``python -m lucy_runtime.checker.orchestrator rows --serve``, the sealed re-check's
+checker: ``python -m lucy_runtime.grading.orchestrator rows --serve``, the sealed re-check's
 orchestrator without the sandbox. It runs no learner code itself; its children close
 every file they inherit, so none can answer in its place. One process serves request
 after request, each in a fresh ``Harness``.
@@ -20,11 +20,11 @@ import sys
 from typing import Iterable
 
 from ..errors import AnswerUnreadable, CheckerProcessGone
-from .harness import SourceLearner
-from .results import CheckReport, RowResult
-from .rows import Row
+from ..checker.harness import SourceLearner
+from ..checker.results import CheckReport, RowResult
+from ..checker.rows import Row
 
-ORCHESTRATOR = (sys.executable, "-m", "lucy_runtime.checker.orchestrator", "rows")
+ORCHESTRATOR = (sys.executable, "-m", "lucy_runtime.grading.orchestrator", "rows")
 """The rows' orchestrator: one request on stdin, one answer; in the sandbox, the sealed re-check."""
 COMMAND = (*ORCHESTRATOR, "--serve")
 

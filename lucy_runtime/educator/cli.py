@@ -9,12 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from .nbgrader_main import leave_out_unused_imports
-from .units import UNITS
+from ..grading.nbgrader_main import leave_out_unused_imports
+from ..units import UNITS
 
 
 def _rows(args) -> int:
-    from .checker.rows import ROWS
+    from ..checker.rows import ROWS
 
     for row in ROWS.values():
         print(f"{row.id:<28} unit {row.unit}  {row.topic:<10} {row.covers}")
@@ -22,8 +22,8 @@ def _rows(args) -> int:
 
 
 def _check(args) -> int:
-    from .checker import SourceLearner, rows_for_cells, run_rows
-    from .notebook import learner_implementation
+    from ..checker import SourceLearner, rows_for_cells, run_rows
+    from ..notebook import learner_implementation
 
     started = time.monotonic()
     cells = learner_implementation(args.notebook_dir)
@@ -44,9 +44,9 @@ def _check(args) -> int:
 
 
 def _cases(args) -> int:
-    from .educator.alternatives import ALTERNATIVES
-    from .educator.cases import CASES
-    from .educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+    from .alternatives import ALTERNATIVES
+    from .cases import CASES
+    from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 
     for case in CASES + PRACTICE_CASES:
         print(f"{case.name:<28} {case.unit}  caught by: {', '.join(case.expected)}\n    {case.breaks}")
@@ -62,8 +62,8 @@ def _hand_in(args) -> int:
     import nbformat
 
     from .course import REPO
-    from .educator.cases import by_name
-    from .educator.verify import filled, with_written_answers
+    from .cases import by_name
+    from .verify import filled, with_written_answers
 
     notebook = Path(args.notebook)
     unit = notebook.stem
@@ -86,7 +86,7 @@ def _hand_in(args) -> int:
 
 
 def _sync(args) -> int:
-    from .notebook import pair_differences, sync_from_markdown
+    from ..notebook import pair_differences, sync_from_markdown
 
     for markdown in sorted(Path("source").glob("*/*.md")):
         target = sync_from_markdown(markdown)
@@ -117,10 +117,10 @@ def _release(args) -> int:
 
 
 def _verify(args) -> int:
-    from .educator.verify import select_for_verify, verify
-    from .errors import UnknownCase
-    from .progress import RichProgress
-    from .sandbox import detect
+    from .verify import select_for_verify, verify
+    from ..errors import UnknownCase
+    from ..progress import RichProgress
+    from ..grading.sandbox import detect
 
     print(detect().describe(), flush=True)  # learner code is sandboxed, or one warning says it is not
     try:
@@ -155,8 +155,8 @@ def _verify(args) -> int:
 
 def _mutation(args) -> int:
     """The grader's mutation score: a report to read, not a gate."""
-    from .educator.mutation import BaselineFails, MutationToolFailed, mutation_score
-    from .progress import RichProgress
+    from .mutation import BaselineFails, MutationToolFailed, mutation_score
+    from ..progress import RichProgress
 
     try:
         report = mutation_score(notebooks=args.notebook_dir, only=tuple(args.only), rows=args.rows,
@@ -179,7 +179,7 @@ def _mutation(args) -> int:
 
 
 def _bench(args) -> int:
-    """Ratios from one run (lucy_runtime/bench.py); `make bench` keeps them in artifacts/bench.json."""
+    """Ratios from one run (lucy_runtime/educator/bench.py); `make bench` keeps them in artifacts/bench.json."""
     from .bench import BenchConfig, run_bench, summary
 
     config = BenchConfig(notebook_dir=Path(args.notebook_dir), sections=tuple(args.only or BenchConfig.sections),
@@ -196,13 +196,13 @@ def _bench(args) -> int:
 
 def _report(args) -> int:
     """What the class did: the report an educator reads before the next session."""
-    from .educator.report import class_report
-    from .educator.report_html import write_report
-    from .errors import LucyError
+    from .report import class_report
+    from .report_html import write_report
+    from ..errors import LucyError
 
     if args.refresh_cases:
-        from .educator.signatures import measure, save
-        from .progress import RichProgress
+        from .signatures import measure, save
+        from ..progress import RichProgress
 
         print(f"measured the failing rows of every educator case: {save(measure(progress=RichProgress()))}")
         if not args.assignment and not args.all:
@@ -237,9 +237,9 @@ def _positive(text: str) -> int:
 
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
-    from .educator.parallel import Status, autograde_class
-    from .educator.scheduler import TlsFiles, open_to_anyone
-    from .errors import LucyError
+    from .parallel import Status, autograde_class
+    from .scheduler import TlsFiles, open_to_anyone
+    from ..errors import LucyError
 
     def progress(outcome, done: int, total: int) -> None:
         bar = "#" * (30 * done // total)
@@ -284,8 +284,8 @@ def _autograde(args) -> int:
 
 def _gradebook(args) -> int:
     """Is the course's gradebook reachable; or move it into an empty server database."""
-    from .errors import LucyError
-    from .gradebook import check_reachable, course_db_url, migrate
+    from ..errors import LucyError
+    from ..grading.gradebook import check_reachable, course_db_url, migrate
 
     try:
         url = course_db_url(Path(args.course))
@@ -337,7 +337,7 @@ def _book(args) -> int:
 
 
 def _checkpoint(args) -> int:
-    from .checkpoint import run_checkpoint_isolated, save_record, table
+    from ..grading.checkpoint import run_checkpoint_isolated, save_record, table
 
     if args.chapter != "ch07":
         print(f"this runtime holds the chapter 7 checkpoint only, not {args.chapter!r}")

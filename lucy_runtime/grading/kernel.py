@@ -27,9 +27,9 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
-from . import limits as _limits
+from ..engine import limits as _limits
 from . import sandbox
-from .checker import SEALED_ENV
+from ..checker import SEALED_ENV
 
 STOPPED_LOG = "Submission stopped: %s"
 """How nbgrader's log names what stopped a submission's kernel (``lucy autograde`` reports these lines)."""

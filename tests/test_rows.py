@@ -79,7 +79,7 @@ def test_each_topic_module_registers_its_own_rows_under_declared_topics():
 
 def test_the_checkpoint_rows_are_rows_of_the_kit_run_by_the_same_runner_but_kept_out_of_check_all():
     from lucy_runtime.checker.kit import Row
-    from lucy_runtime.grading.checkpoint import CHECKPOINT_ROWS
+    from lucy_runtime.checker.rows import CHECKPOINT_ROWS
 
     assert CHECKPOINT_ROWS and all(isinstance(r, Row) for r in CHECKPOINT_ROWS.values())
     assert not set(CHECKPOINT_ROWS) & {r.id for r in select_rows("all")}

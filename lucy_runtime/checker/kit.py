@@ -47,6 +47,10 @@ class Row:
 
 ROWS: dict[str, Row] = {}
 
+CHECKPOINT_ROWS: dict[str, Row] = {}
+"""The checkpoint's rows (``checkpoint_rows.py``): the same ``Row`` and runner as the acceptance
+rows, kept apart so that ``check("all")`` and the notebooks never run them."""
+
 TOPICS: dict[str, str] = {}
 """Topic name -> the unit block it belongs to; each topic module declares its own."""
 
@@ -59,7 +63,7 @@ def topic(name: str, block: str) -> None:
 def row(id: str, *, unit: str, topic: str, covers: str, hint: str, runs_unit_a: tuple[str, ...] = (),
         registry: dict[str, Row] = ROWS):
     """Register a row in ``registry`` (the acceptance rows unless told otherwise; the
-    checkpoint keeps its own). ``runs_unit_a`` names the Unit A functions a Unit B row runs
+    checkpoint's rows go to ``CHECKPOINT_ROWS``). ``runs_unit_a`` names the Unit A functions a Unit B row runs
     on purpose: every other Unit B row starts from rows written straight into the learner's
     tables, so a Unit A slip costs its points once."""
     def register(fn: Callable[[Harness], str]) -> Callable[[Harness], str]:

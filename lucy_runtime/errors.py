@@ -55,6 +55,7 @@ The tree:
     - GradebookUnreadable: the course's nbgrader configuration names no gradebook to read
     - GradebookUnreachable: a server gradebook did not take the connection (and says why)
     - BenchFailed: the reference did not do the work ``make bench`` timed
+    - GeneratedTextMissing: a page has no markers where a generated table belongs
 
 Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
 ``checker.model_based.Disagreement`` end a row's own run and never leave the checker.
@@ -285,3 +286,7 @@ class GradebookUnreachable(EducatorError):
 
 class BenchFailed(EducatorError):
     """The reference did not do the work being timed, so its time means nothing."""
+
+
+class GeneratedTextMissing(EducatorError):
+    """A page that should hold a generated table has no pair of markers to put it between."""

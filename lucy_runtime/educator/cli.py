@@ -16,6 +16,15 @@ from ..units import UNITS
 def _rows(args) -> int:
     from ..checker.rows import ROWS
 
+    if args.blocks or args.write_blocks:
+        from .block_rows import blocks, table, write_blocks
+
+        if args.write_blocks:
+            for page in write_blocks([Path(p) for p in args.write_blocks], Path(args.source)):
+                print(f"rewrote the rows of each block in {page}")
+        else:
+            print(table(blocks(Path(args.source))))
+        return 0
     for row in ROWS.values():
         print(f"{row.id:<28} unit {row.unit}  {row.topic:<10} {row.covers}")
     return 0
@@ -366,7 +375,11 @@ def _demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lucy", description="Lucy, Chapter 7: durable work")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("rows", help="list the acceptance rows").set_defaults(func=_rows)
+    p = sub.add_parser("rows", help="list the acceptance rows")
+    p.add_argument("--blocks", action="store_true", help="the rows each teaching block grades, as a Markdown table")
+    p.add_argument("--write-blocks", nargs="+", metavar="PAGE", help="put that table between the markers of each PAGE")
+    p.add_argument("--source", default="source", help="the folder of the source notebooks (default: source)")
+    p.set_defaults(func=_rows)
     p = sub.add_parser("check", help="run every row against the learner cells in NOTEBOOK_DIR")
     p.add_argument("notebook_dir")
     p.add_argument("--rows", default="all", help="a row id, a topic, a unit (A/B) or 'all'")

@@ -13,10 +13,11 @@ from ..harness import Ctx, Harness
 from ..kit import admit_and_claim, expect, expect_raised, ok, row, seeded, seen, topic, whole_number
 from ..observe import _find_table
 
+topic("release", "going further: a way out for a stuck request")
 topic("operator", "going further: an operator's view")
 
 
-@row("release-fenced", unit="B", topic="operator", runs_unit_a=("claim", "finish"),
+@row("release-fenced", unit="B", topic="release", runs_unit_a=("claim", "finish"),
      covers="An operator releases a stuck running request: it goes back to pending as its next generation, so a "
             "late finish by the first worker is refused by the fence and the request still ends in one report; "
             "release refuses work that is not running",

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import InvalidField
+from .errors import InvalidField, ModelUnavailable
 from .fields import require_id, require_int, require_number
 from .transport import Refused
 
@@ -73,11 +73,15 @@ class DeliveryPolicy:
         """The report's idempotency key: the same on every attempt, different in every other store."""
         return require_id("idempotency key", f"{self.namespace}:{report_id}")
 
-    def next_due(self, attempts: int, refusal: Refused) -> float | None:
-        """When to try again after ``attempts`` attempts ended in ``refusal``; ``None`` means give up."""
+    def next_due(self, attempts: int, refusal: Refused | ModelUnavailable) -> float | None:
+        """When to try again after ``attempts`` attempts ended in ``refusal``; ``None`` means give up.
+
+        ``refusal`` is a service's ``Refused``, or a ``ModelUnavailable`` from the model: work
+        whose model failed waits out the same schedule, under the same cap, as a refused report.
+        """
         require_int("attempts", attempts, minimum=1)
-        if not isinstance(refusal, Refused):
-            raise InvalidField("refusal", f"expected a Refused, got {type(refusal).__name__}")
+        if not isinstance(refusal, (Refused, ModelUnavailable)):
+            raise InvalidField("refusal", f"expected a Refused or a ModelUnavailable, got {type(refusal).__name__}")
         if not refusal.retryable or attempts >= self.max_attempts:
             return None
         ceiling = min(self.max_delay, self.base_delay * 2 ** (attempts - 1))

@@ -15,6 +15,8 @@ The tree:
   + StoreMisuse: the store used in a way that would lose or corrupt committed state
   + TransportMisuse: the sender boundary given something it cannot send
   + FenceError: ``finish`` given a claim that is not the work's current claim
+  + WrongState: a move asked of work that is not in the state the move leaves (also ``LookupError``)
+  + ModelUnavailable: the model could not answer now (a 429, a timeout, an outage); a later try may work
   + TelegramError: the Bot API answered ``ok: false``
   + UnitANotFound: Unit B cannot find the learner's Unit A (also ``FileNotFoundError``)
   + ExperimentFailed: a notebook experiment's process failed (also ``RuntimeError``)
@@ -114,6 +116,30 @@ class FenceError(LucyError):
     a worker that never claimed the work are both stopped here, with nothing changed.
     Chapter 12 extends the fence with leases, so an expired owner is stopped too.
     """
+
+
+class WrongState(LucyError, LookupError):
+    """A move was asked of work that is not in the state the move leaves.
+
+    ``release`` moves running work back to pending, and refuses work that is not running:
+    pending work needs no way out, and done or failed work has already ended.
+    """
+
+
+class ModelUnavailable(LucyError):
+    """The model could not answer now: a provider's 429, a timeout, an outage.
+
+    Transient by nature: a later try may work, so ``retryable`` is always True, and
+    ``retry_after`` is the wait in seconds the provider asked for, when it named one. A
+    worker records the failed attempt on the work and tries again later, or gives up.
+    """
+
+    retryable = True
+
+    def __init__(self, reason: str = "the model is unavailable", retry_after: float | None = None):
+        self.reason = reason
+        self.retry_after = retry_after
+        super().__init__(reason)
 
 
 class TelegramError(LucyError):

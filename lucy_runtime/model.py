@@ -13,8 +13,8 @@ import os
 import re
 from typing import Protocol
 
-from .errors import InvalidField
-from .fields import require_str
+from .errors import InvalidField, ModelUnavailable
+from .fields import require_int, require_str
 
 
 class Model(Protocol):
@@ -52,12 +52,21 @@ _FACT = re.compile(r"(\w+)=(\S+)")
 
 
 class ScriptedModel:
-    """Answers a stock-brief prompt from its FACTS line, the same way every time."""
+    """Answers a stock-brief prompt from its FACTS line, the same way every time.
 
-    def __init__(self, invocations: InvocationLog):
+    ``failures`` makes it a model with an outage: its first ``failures`` calls raise
+    ``ModelUnavailable`` (as a provider's 429 or a timeout would), and ``None`` makes every
+    call fail. A failed call is still a call: it is written to the invocation log.
+    """
+
+    def __init__(self, invocations: InvocationLog, failures: int | None = 0):
         if not isinstance(invocations, InvocationLog):
             raise InvalidField("invocations", f"expected an InvocationLog, got {type(invocations).__name__}")
+        if failures is not None:
+            require_int("failures", failures, minimum=0)
         self.__log = invocations  # name-mangled: a learner's object holds no handle to reset it
+        self.__failures = failures
+        self.__calls = 0
 
     @property
     def invocations(self) -> int:
@@ -66,6 +75,9 @@ class ScriptedModel:
     def complete(self, prompt: str) -> str:
         require_str("prompt", prompt)
         self.__log.record(prompt)
+        self.__calls += 1
+        if self.__failures is None or self.__calls <= self.__failures:
+            raise ModelUnavailable("the model provider answered 429: too many requests", retry_after=None)
         facts_line = next((line for line in prompt.splitlines() if line.startswith("FACTS ")), None)
         if facts_line is None:
             return "I can only write stock briefs, and this request names no stock I know."

@@ -12,16 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .errors import FenceError, InvalidField
+from .errors import FenceError, InvalidField, ModelUnavailable, WrongState
 from .fields import require_int
 from .observer import REPORT_COLUMNS, WORK_COLUMNS
 from .store import Store
 
-WORK_STATES = ("pending", "running", "done")
+WORK_STATES = ("pending", "running", "done", "waiting", "failed")
 """work:   pending --claim--> running --finish (the fence: same worker, same generation)--> done
+          running --the model failed, attempts left--> waiting --its wait is over--> pending
+          running --the model failed, attempts spent--> failed (and an apology report, in the same transaction)
 
 Each move is a conditional update on the state it leaves. Unit B adds requeue
-(done --> pending, next generation)."""
+(done --> pending, next generation) and release (running --> pending, next generation:
+an operator's way out for a stuck request). Work that can still finish (pending,
+running, waiting) holds its place against the limits; done and failed work does not."""
 
 DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed")
 """report: pending --mark--> sending --receipt--> confirmed
@@ -80,6 +84,27 @@ class Disposition(Enum):
     NOTHING_TO_SEND = "nothing to send"
 
 
+class AfterError(Enum):
+    """What a failed model attempt did to the work (Unit B's ``fail_attempt``)."""
+
+    RETRY = "retry"  # attempts are left: the work waits, and runs again when it is due
+    FAILED = "failed"  # attempts are spent: the work failed, and its apology report is stored
+
+
+@dataclass(frozen=True)
+class OperatorNumbers:
+    """The few numbers an operator watches (Unit B's ``operator_numbers``).
+
+    ``oldest_pending_seconds`` is how long the oldest pending request has waited since it
+    was admitted (0 when nothing is pending); the others are counts of rows.
+    """
+
+    oldest_pending_seconds: float
+    unknown_reports: int
+    failed_reports: int
+    failed_work: int
+
+
 @dataclass(frozen=True)
 class Queue:
     """What a learner's queue functions are given: the store and the admission limits."""
@@ -95,5 +120,6 @@ class Queue:
         require_int("per_session_limit", self.per_session_limit, minimum=1)
 
 
-__all__ = ["Admission", "Assignment", "DELIVERY_STATES", "Disposition", "FenceError", "Outcome", "Queue", "Report",
-           "REPORT_COLUMNS", "WORK_COLUMNS", "WORK_STATES"]
+__all__ = ["AfterError", "Admission", "Assignment", "DELIVERY_STATES", "Disposition", "FenceError", "ModelUnavailable",
+           "OperatorNumbers", "Outcome", "Queue", "Report", "REPORT_COLUMNS", "WORK_COLUMNS", "WORK_STATES",
+           "WrongState"]

@@ -171,6 +171,47 @@ def telegram_delivery(h: Harness) -> str:
             "stayed UNKNOWN and was not sent again")
 
 
+@checkpoint_row("telegram-model-outage",
+                "A model that is down for good: the request is tried up to the cap, ends failed, and its chat gets "
+                "the apology through sendMessage; the chat's next message is admitted",
+                "work_once_retrying must hand a ModelUnavailable to fail_attempt, which ends the work 'failed' with "
+                "an apology report once policy.next_due answers None; deliver_one sends that report like any other, "
+                "and refusal must not count failed work.")
+def telegram_model_outage(h: Harness) -> str:
+    from dataclasses import replace
+
+    from .telegram import BotApi, TelegramTransport
+    from .telegram_fake import FakeTelegram
+
+    marker = h.token(10)
+    with FakeTelegram(known_chats={4411}) as api:
+        s = h.scenario("telegram-outage")
+
+        def script(c: Ctx):
+            q = c.queue(per_session_limit=1)
+            c.admit(q, "tg:4411:1", "chat-4411", "brief ACME 5 days")
+            loop, policy = c.loop(marker, failures=None), replace(c.policy, max_attempts=3)
+            for _ in range(6):
+                c.work_once_retrying(q, loop, "w1", policy)
+                c.clock.advance(policy.max_delay)
+            answer = c.deliver_one(TelegramTransport(BotApi(api.base_url, api.token), {"chat-4411": 4411}))
+            return answer, c.admit(q, "tg:4411:2", "chat-4411", "brief HOOLI")["outcome"]
+
+        answer, again = ok(s.run(script, timeout=30), "a model that is always down, then one delivery to Telegram")
+        snap = seen(s.observe())
+        states = [w["state"] for w in snap.work]
+        if answer != "confirmed" or len(api.sent) != 1 or str(api.sent[0].chat_id) != "4411":
+            raise Fail(f"the delivery answered {answer!r} and Telegram received {len(api.sent)} messages; the "
+                       f"request is {states}")
+        if states[:1] != ["failed"] or snap.model_calls != 3:
+            raise Fail(f"with an attempt cap of 3 the model was called {snap.model_calls} times and the request is "
+                       f"{states[:1]}")
+        if again != "accepted":
+            raise Fail(f"the chat's next message was {again!r}: failed work still holds its place")
+    return "3 attempts, then failed; the apology reached the chat through sendMessage; the chat's next message was " \
+           "admitted"
+
+
 def _hourly_acme():
     """The clock rows' schedule: an ACME brief for owner-ada every hour from 08:00 UTC."""
     from ..clock import Schedule  # noqa: PLC0415 - httpx and the fake server load only when a checkpoint row runs

@@ -25,7 +25,7 @@ from ..model import InvocationLog, ScriptedModel
 from ..prices import PriceBook
 from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
-from ..work import Admission, Assignment, Disposition, Queue, Report
+from ..work import Admission, AfterError, Assignment, Disposition, OperatorNumbers, Queue, Report
 from ..engine import child as _child
 from ..engine.child import ChildResult, Plan, run_in_child
 from ..engine.child import PROBE
@@ -155,8 +155,9 @@ class ProbeLoop:
     asked: the report must still go to the admitted session.
     """
 
-    def __init__(self, calls_path: Path, marker: str, addressed_to: str, *, crash: bool = False):
-        self._loop = AgentLoop(ScriptedModel(InvocationLog(calls_path)))
+    def __init__(self, calls_path: Path, marker: str, addressed_to: str, *, crash: bool = False,
+                 failures: int | None = 0):
+        self._loop = AgentLoop(ScriptedModel(InvocationLog(calls_path), failures=failures))
         self._marker = marker
         self._addressed_to = addressed_to
         self._crash = crash
@@ -192,8 +193,10 @@ class Ctx:
     def queue(self, capacity: int = 10, per_session_limit: int = 10) -> Queue:
         return Queue(self.store, capacity, per_session_limit)
 
-    def loop(self, marker: str, addressed_to: str = "intruder", *, crash: bool = False) -> ProbeLoop:
-        return ProbeLoop(self.scenario.calls, marker, addressed_to, crash=crash)
+    def loop(self, marker: str, addressed_to: str = "intruder", *, crash: bool = False,
+             failures: int | None = 0) -> ProbeLoop:
+        """The checker's loop; ``failures``: its model's first calls raise ModelUnavailable (None: every call)."""
+        return ProbeLoop(self.scenario.calls, marker, addressed_to, crash=crash, failures=failures)
 
     def service(self, script=None, *, idempotent: bool = False, **settings: Any) -> FakeService:
         return FakeService(self.scenario.log, script=script, idempotent=idempotent, clock=self.clock, **settings)
@@ -256,6 +259,31 @@ class Ctx:
 
     def requeue(self, queue: Queue, work_id) -> None:
         self.fn("requeue")(queue, work_id)
+
+    def release(self, queue: Queue, work_id) -> None:
+        self.fn("release")(queue, work_id)
+
+    def fail_attempt(self, queue: Queue, assignment: dict | Assignment, error: Exception,
+                     policy: DeliveryPolicy | None = None) -> str:
+        if isinstance(assignment, dict):
+            assignment = Assignment(**assignment)
+        value = self.fn("fail_attempt")(queue, assignment, error, policy or self.policy)
+        if not isinstance(value, AfterError):
+            raise broken(value, f"fail_attempt returned {value!r}; it should return AfterError.RETRY or "
+                                "AfterError.FAILED")
+        return value.value
+
+    def work_once_retrying(self, queue: Queue, loop, worker_id: str, policy: DeliveryPolicy | None = None) -> dict | None:
+        value = self.fn("work_once_retrying")(queue, loop, worker_id, policy or self.policy)
+        if value is not None and not isinstance(value, Report):
+            raise broken(value, f"work_once_retrying returned {value!r}; it should return the Report, or None")
+        return None if value is None else dict(value.__dict__)
+
+    def operator_numbers(self, now: float) -> dict:
+        value = self.fn("operator_numbers")(self.store, now)
+        if not isinstance(value, OperatorNumbers):
+            raise broken(value, f"operator_numbers returned {value!r}; it should return OperatorNumbers(…)")
+        return dict(value.__dict__)
 
     def admit_message(self, queue: Queue, allowed: dict, chat_id: int, message_id: int, text: str) -> dict:
         value = self.fn("admit_message")(queue, allowed, chat_id, message_id, text)

@@ -60,7 +60,10 @@ with store.transaction() as tx:
                (state, receipt, due or 0, row["report_id"]))
 return disposition'''
 
-_TRIGGER_SCHEMA = '''    generation INTEGER NOT NULL DEFAULT 1,
+ADMITTED_AT = "    admitted_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0)\n);"
+"""The reference schema's last work column, and the end of the work table."""
+
+_TRIGGER_SCHEMA = '''    admitted_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0),
     result     TEXT
 );
 CREATE TRIGGER IF NOT EXISTS work_done_writes_report
@@ -155,7 +158,8 @@ _CLAIM_INTO_TABLE = '''with queue.store.transaction() as tx:
     if tx.execute("UPDATE work SET state = 'running' WHERE work_id = ? AND state = 'pending'",
                   (row["work_id"],)).rowcount != 1:
         return None
-    tx.execute("INSERT INTO claim (work_id, generation, worker_id) VALUES (?, ?, ?)",
+    # A retry claims the same generation again: the newest claim of a generation is the current one.
+    tx.execute("INSERT OR REPLACE INTO claim (work_id, generation, worker_id) VALUES (?, ?, ?)",
                (row["work_id"], row["generation"], worker_id))
 return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
 
@@ -181,10 +185,13 @@ CREATE TABLE IF NOT EXISTS work (
     source_id   TEXT NOT NULL UNIQUE,
     session_id  TEXT NOT NULL,
     text        TEXT NOT NULL,
-    state       TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running', 'done')),
+    state       TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'running', 'done', 'waiting', 'failed')),
     worker_id   TEXT,
     generation  INTEGER NOT NULL DEFAULT 1,
-    admitted_at REAL NOT NULL DEFAULT (julianday('now'))
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    due_at      REAL NOT NULL DEFAULT 0,
+    admitted_at REAL NOT NULL DEFAULT (strftime('%s', 'now'))
 );
 CREATE TABLE IF NOT EXISTS report (
     report_id  TEXT PRIMARY KEY,
@@ -281,6 +288,41 @@ with store.transaction() as tx:
     tx.execute("UPDATE report SET delivery = 'unknown' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
 return Disposition.UNKNOWN'''
 
+_FAIL_ATTEMPT_RETURNING = '''with queue.store.transaction() as tx:
+    row = tx.execute(
+        "UPDATE work SET attempts = attempts + 1, worker_id = NULL "
+        "WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ? RETURNING attempts, session_id",
+        (assignment.work_id, assignment.worker_id, assignment.generation),
+    ).fetchone()
+    if row is None:
+        raise FenceError(f"{assignment} is not the current claim")
+    due = policy.next_due(row["attempts"], error)
+    if due is None:  # the apology first, then the state: one transaction either way
+        tx.execute("INSERT INTO report (report_id, work_id, generation, session_id, body) VALUES (?, ?, ?, ?, ?)",
+                   (f"r-{assignment.work_id}-{assignment.generation}", assignment.work_id, assignment.generation,
+                    row["session_id"], APOLOGY))
+        tx.execute("UPDATE work SET state = 'failed' WHERE work_id = ?", (assignment.work_id,))
+        return AfterError.FAILED
+    tx.execute("UPDATE work SET state = 'waiting', due_at = ? WHERE work_id = ?", (due, assignment.work_id))
+return AfterError.RETRY'''
+
+_WORK_ONCE_WAKING_ONE = '''assignment = claim(queue, worker_id)
+if assignment is None:  # nothing pending: wake the request that has been due the longest, and try once more
+    with queue.store.transaction() as tx:
+        due = tx.execute("SELECT work_id FROM work WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT 1",
+                         (policy.now(),)).fetchone()
+        if due is not None:
+            tx.execute("UPDATE work SET state = 'pending' WHERE work_id = ? AND state = 'waiting'", (due[0],))
+    assignment = claim(queue, worker_id) if due is not None else None
+if assignment is None:
+    return None
+try:
+    answer = loop.run(assignment.session_id, assignment.text)
+except ModelUnavailable as error:
+    fail_attempt(queue, assignment, error, policy)
+    return None
+return finish(queue, assignment, answer)'''
+
 ALTERNATIVES: tuple[Case, ...] = (
     Case("report-before-state", "ch07_unit_a", (Edit("finish", None, _REPORT_BEFORE_STATE),),
          "Inserts the report before the fenced move to done, in the same transaction; a refused fence rolls the "
@@ -295,20 +337,25 @@ ALTERNATIVES: tuple[Case, ...] = (
         Edit("schema", "CREATE TABLE IF NOT EXISTS report (", _CLAIMS_TABLE + "CREATE TABLE IF NOT EXISTS report ("),
         Edit("claim", None, _CLAIM_INTO_TABLE),
         Edit("finish", None, _FINISH_BY_CLAIMS_TABLE),
-    ), "Claims live in a table of their own (work, generation, worker); finish fences on a join with it.", (), ""),
+        Edit("fail_attempt", "\"WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ?\",\n"
+                             "            (work_id, assignment.worker_id, generation),",
+             "\"WHERE work_id = ? AND state = 'running' AND generation = ? AND EXISTS (SELECT 1 FROM claim c \"\n"
+             "            \"WHERE c.work_id = work.work_id AND c.generation = work.generation AND c.worker_id = ?)\",\n"
+             "            (work_id, generation, assignment.worker_id),"),
+    ), "Claims live in a table of their own (work, generation, worker); finish and fail_attempt fence on it.", (), ""),
     Case("admit-insert-on-conflict", "ch07_unit_a", (Edit("admit", None, _ADMIT_ON_CONFLICT),),
          "Admits with INSERT … ON CONFLICT DO NOTHING RETURNING, then classifies a duplicate.", (), ""),
     Case("claim-update-returning", "ch07_unit_a", (Edit("claim", None, _CLAIM_RETURNING),),
          "Claims with a single UPDATE … RETURNING statement.", (), ""),
     Case("report-by-trigger", "ch07_unit_a", (
-        Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);", _TRIGGER_SCHEMA),
+        Edit("schema", ADMITTED_AT, _TRIGGER_SCHEMA),
         Edit("finish", None, _FINISH_BY_TRIGGER),
     ), "A trigger writes the report when work becomes done; finish is one UPDATE.", (), ""),
     Case("schema-with-extras", "ch07_unit_a", (
-        Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);",
-             "    generation INTEGER NOT NULL DEFAULT 1,\n"
+        Edit("schema", ADMITTED_AT,
+             ADMITTED_AT[:-3] + ",\n"
              "    received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n"
-             "    attempts   INTEGER NOT NULL DEFAULT 0\n);\n"
+             "    priority   INTEGER NOT NULL DEFAULT 0\n);\n"
              "CREATE INDEX IF NOT EXISTS work_by_state ON work (state, session_id);"),
     ), "Extra columns and an index the observer does not read.", (), ""),
     Case("outbox-view", "ch07_unit_a", (
@@ -360,4 +407,15 @@ ALTERNATIVES: tuple[Case, ...] = (
         Edit("deliver_one", None, _DELIVER_BY_SCHEDULE),
     ), "A delivery schedule (tries, due) in a table of its own: finish gives each report a row there, and "
        "deliver_one joins it, so a report without its schedule row is never sent.", (), ""),
+    Case("fail-attempt-returning", "ch07_unit_b", (Edit("fail_attempt", None, _FAIL_ATTEMPT_RETURNING),),
+         "fail_attempt fences and counts the attempt in one UPDATE … RETURNING, and stores the apology before the "
+         "move to failed, in the same transaction.", (), ""),
+    Case("retry-wakes-when-idle", "ch07_unit_b", (Edit("work_once_retrying", None, _WORK_ONCE_WAKING_ONE),),
+         "work_once_retrying claims first, and wakes one waiting request (the one due the longest) only when "
+         "nothing is pending.", (), ""),
+    Case("refusal-lists-open-states", "ch07_unit_a", (
+        Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state IN ('pending', 'running', 'waiting')\")"),
+        Edit("refusal", "WHERE state NOT IN ('done', 'failed') AND session_id = ?",
+             "WHERE session_id = ? AND state IN ('pending', 'running', 'waiting')"),
+    ), "refusal names the states that can still finish instead of the two that cannot.", (), ""),
 )

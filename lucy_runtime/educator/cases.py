@@ -269,7 +269,7 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "done-work-holds-capacity", "ch07_unit_a",
-        [Edit("refusal", "\"SELECT COUNT(*) FROM work WHERE state != 'done'\"", "\"SELECT COUNT(*) FROM work\"")],
+        [Edit("refusal", "\"SELECT COUNT(*) FROM work WHERE state NOT IN ('done', 'failed')\"", "\"SELECT COUNT(*) FROM work\"")],
         "Counts finished work against capacity, so the queue fills up for good.",
         ["refused-leaves-no-trace"],
         "Only unfinished work occupies a place.",
@@ -492,6 +492,61 @@ CASES: tuple[Case, ...] = (
         "'Reconciles' by putting every UNKNOWN back to pending: the resend policy under another name.",
         ["reconcile-unknown"],
         "Only the service's own record can settle an UNKNOWN.",
+    ),
+    _case(
+        "work-stuck-after-model-error", "ch07_unit_b",
+        [Edit("work_once_retrying", "        fail_attempt(queue, assignment, error, policy)\n        return None\n",
+              "        return None\n")],
+        "Catches the model error and returns, recording nothing: the work stays running, with its worker, for ever.",
+        ["model-recovers", "model-fails-for-good"],
+        "Catching an error is not handling it. The work must leave 'running' with its attempt recorded, or nothing "
+        "will ever move it, and it holds its chat's place.",
+    ),
+    _case(
+        "model-errors-retried-without-end", "ch07_unit_b",
+        [Edit("fail_attempt", "        due = policy.next_due(attempts, error)\n",
+              "        due = policy.next_due(1, error)\n")],
+        "Asks the schedule as if every failure were the first: the work backs off, but never runs out of attempts, "
+        "so a model that is down is asked for ever and the customer never hears a word.",
+        ["model-fails-for-good"],
+        "A retry needs an end. Count the attempts on the row and pass the count; the cap turns silence into a "
+        "failed state and an apology.",
+    ),
+    _case(
+        "failure-reported-outside-transaction", "ch07_unit_b",
+        [Edit("fail_attempt", "        tx.execute(\"UPDATE work SET state = 'failed', attempts = ? WHERE work_id = ? "
+                              "AND state = 'running'\",\n                   (attempts, work_id))\n",
+              "        tx.execute(\"UPDATE work SET state = 'failed', attempts = ? WHERE work_id = ? "
+              "AND state = 'running'\",\n                   (attempts, work_id))\n"
+              "    with queue.store.transaction() as tx:\n")],
+        "Commits the move to failed, then stores the apology in a second transaction: a crash in between leaves "
+        "failed work and a customer who is never told.",
+        ["model-failure-atomic"],
+        "The apology is the failed work's report: like finish, the state and its report commit together.",
+    ),
+    _case(
+        "refusal-counts-failed-work", "ch07_unit_b",
+        [Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state != 'done'\")"),
+         Edit("refusal", "WHERE state NOT IN ('done', 'failed') AND session_id = ?", "WHERE state != 'done' AND session_id = ?")],
+        "Unit A's refusal counts everything that is not done, failed work included: a chat whose request failed "
+        "stays locked, and a few outages fill the queue for good.",
+        ["model-fails-for-good"],
+        "A place is for work that can still finish. Failed work never will.",
+    ),
+    _case(
+        "release-keeps-generation", "ch07_unit_b",
+        [Edit("release", "generation = generation + 1 ", "generation = generation ")],
+        "Releases running work under the same generation: when the same worker name claims it again, the first "
+        "worker's late finish passes the fence and its stale answer is stored.",
+        ["release-fenced"],
+        "A worker's name can come back; only a new generation makes the old claim stale.",
+    ),
+    _case(
+        "operator-age-of-newest", "ch07_unit_b",
+        [Edit("operator_numbers", "SELECT MIN(admitted_at)", "SELECT MAX(admitted_at)")],
+        "Measures the newest pending request's wait: a queue where one request has waited an hour looks fresh.",
+        ["operator-numbers"],
+        "The number to watch is the longest wait, the customer who has waited most.",
     ),
     _case(
         "message-identity-without-chat", "ch07_unit_b",

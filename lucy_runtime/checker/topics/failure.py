@@ -1,0 +1,152 @@
+"""Work whose model fails: attempts, a wait before the next try, and a failed state with an apology (Unit B)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...errors import ModelUnavailable
+from ..harness import Ctx, Harness
+from ..kit import admit_and_claim, expect, ok, row, seen, sweep, topic, whole_number
+from ..observe import Snapshot
+
+topic("failure", "going further: a model that fails")
+
+CAP = 3
+"""The attempt cap the rows give the learner's policy: not the policy's default, so a constant cannot pass."""
+
+
+def capped(c: Ctx, attempts: int = CAP):
+    return replace(c.policy, max_attempts=attempts)
+
+
+@row("model-recovers", unit="B", topic="failure", runs_unit_a=("admit", "refusal", "claim", "finish"),
+     covers="A transient model error is an attempt, not an end: the work waits out its backoff (still holding its "
+            "place), runs again when it is due, and ends done with one report and its attempts recorded",
+     hint="work_once_retrying: catch ModelUnavailable from loop.run and call fail_attempt, which moves the running "
+          "work to 'waiting' with attempts + 1 and due_at = policy.next_due(attempts, error). Before claiming, move "
+          "waiting work whose due_at has come back to 'pending'. Your Unit A refusal must count waiting work: it "
+          "can still finish.")
+def model_recovers(h: Harness) -> str:
+    s = h.scenario("model-recovers")
+    source, other, session, text, marker = h.source_id(), h.source_id(), h.session_id(), h.text(), h.token(10)
+
+    def script(c: Ctx):
+        q = c.queue(capacity=10, per_session_limit=1)
+        c.admit(q, source, session, text)
+        loop = c.loop(marker, failures=1)
+        first = c.work_once_retrying(q, loop, "w1")
+        meanwhile = c.admit(q, other, session, text)  # the waiting request still holds its chat's place
+        too_soon = c.work_once_retrying(q, loop, "w1")  # its wait is not over yet
+        c.clock.advance(c.policy.max_delay)
+        later = c.work_once_retrying(q, loop, "w1")
+        return first, meanwhile, too_soon, later
+
+    first, meanwhile, too_soon, later = ok(s.run(script), "a model that fails once, then answers")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1, f"the request is stored {len(work)} times, not once")
+    expect(first is None or marker not in str(first.get("body")),
+           "work_once_retrying returned a report with an answer from a model that had failed")
+    expect(meanwhile["outcome"] == "refused",
+           f"while the request waited to try again, a second request from its chat (per-session limit 1) was "
+           f"{meanwhile['outcome']!r}, not refused: waiting work can still finish, so it holds its place")
+    expect(snap.model_calls != 1,
+           "after one model error the request was never tried again: it is stuck as "
+           f"{work[0]['state']!r}",
+           "fail_attempt must move the running work out of 'running' (to 'waiting'), and work_once_retrying must "
+           "move waiting work back to 'pending' once its due_at has come.")
+    expect(too_soon is None, "the request was tried again at once, before its wait was over: a model that is "
+                             "down gets hammered",
+           "Set due_at = policy.next_due(attempts, error) in fail_attempt, and wake only waiting work whose due_at "
+           "<= policy.now().")
+    expect(snap.model_calls == 2,
+           f"the model was called {snap.model_calls} times for a request that failed once and then succeeded, not 2")
+    expect(work[0]["state"] == "done", f"after the model recovered, the request is {work[0]['state']!r}, not done")
+    reports = snap.reports_for(work[0]["work_id"])
+    expect(len(reports) == 1 and marker in str(reports[0]["body"]),
+           f"the recovered request has {len(reports)} reports; it should have one, with the model's answer")
+    expect(later is not None, "work_once_retrying returned None although it finished the request")
+    attempts = whole_number(work[0].get("attempts"))
+    expect(attempts is not None and attempts >= 1,
+           f"the work row's attempts column reads {work[0].get('attempts', 'nothing (no attempts column)')!r}: "
+           "a failed attempt must be recorded on the work",
+           "Keep the schema's attempts column on work and add 1 to it in fail_attempt.")
+    return (f"one model error: the request waited (and kept its place), ran again when due, and ended done with "
+            f"one report; attempts {work[0]['attempts']}")
+
+
+@row("model-fails-for-good", unit="B", topic="failure", runs_unit_a=("admit", "refusal", "claim"),
+     covers="A model that always fails: the work is tried up to the policy's cap, then ends failed with one "
+            "apology report to its own session through the outbox, and its place is free again",
+     hint="fail_attempt: when policy.next_due(attempts, error) is None, move the work to 'failed' and insert a "
+          "short apology report (report_id 'r-<work_id>-<generation>', delivery 'pending') in the same "
+          "transaction. Your Unit A refusal must not count failed work: it can never finish.")
+def model_fails_for_good(h: Harness) -> str:
+    s = h.scenario("model-fails")
+    source, later, session, text, marker = h.source_id(), h.source_id(), h.session_id(), h.text(), h.token(10)
+    tries = 4 * CAP
+
+    def script(c: Ctx):
+        q = c.queue(capacity=10, per_session_limit=1)
+        c.admit(q, source, session, text)
+        loop, policy = c.loop(marker, failures=None), capped(c)
+        for _ in range(tries):
+            c.work_once_retrying(q, loop, "w1", policy)
+            c.clock.advance(policy.max_delay)
+        return c.admit(q, later, session, text)
+
+    again = ok(s.run(script), f"a model that always fails, {tries} polls {CAP}-attempt cap apart")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1, f"the request is stored {len(work)} times, not once")
+    state = work[0]["state"]
+    expect(snap.model_calls <= CAP,
+           f"with an attempt cap of {CAP}, the model was called {snap.model_calls} times and the request is "
+           f"{state!r}: model errors are retried without end",
+           "Give up when policy.next_due(attempts, error) answers None: count the attempts on the work row and "
+           "pass that count, not a constant.")
+    expect(snap.model_calls == CAP and state == "failed",
+           f"with an attempt cap of {CAP}, the model was called {snap.model_calls} times and the request is "
+           f"{state!r}, not 'failed' after {CAP} attempts",
+           "After a model error the request must run again when it is due (fail_attempt moves it to 'waiting'; "
+           "work_once_retrying wakes it), and end 'failed' once policy.next_due answers None.")
+    reports = snap.reports_for(work[0]["work_id"])
+    expect(len(reports) == 1, f"the failed request has {len(reports)} reports; the customer needs exactly one "
+                              "apology, or they wait in silence")
+    apology = reports[0]
+    expect(apology["session_id"] == session, f"the apology goes to {apology['session_id']!r}, not the admitted "
+                                             f"session {session!r}")
+    expect(apology["delivery"] == "pending" and str(apology["body"]).strip(),
+           f"the apology is stored as {apology['delivery']!r} with the body {apology['body']!r}: it must wait as "
+           "'pending' in the outbox, with words for the customer")
+    expect(again["outcome"] == "accepted",
+           f"after the request failed, a new one from its chat (per-session limit 1) was {again['outcome']!r}: "
+           "failed work can never finish, so it must not hold a place",
+           "Count only work that can still finish in refusal (pending, running and waiting), not failed work.")
+    return (f"{CAP} attempts, then 'failed' with one pending apology to the admitted session; the chat's place "
+            "was free again")
+
+
+def judge_failure(snap: Snapshot, source: str, where: str) -> None:
+    work = snap.work_for(source)
+    state = work[0]["state"] if work else None
+    reports = snap.reports_for(work[0]["work_id"]) if work else []
+    expect(not (state == "failed" and not reports),
+           f"{where} left the work failed with no apology: the customer waits in silence, and nothing says so")
+    expect(not (state != "failed" and reports), f"{where} left an apology for work that is still {state!r}")
+    expect(len(reports) <= 1, f"{where} left {len(reports)} apologies")
+
+
+@row("model-failure-atomic", unit="B", topic="failure", runs_unit_a=("admit", "claim"),
+     covers="The failed state and its apology commit together: a crash at any statement of the last fail_attempt "
+            "leaves both or neither",
+     hint="In fail_attempt, move the work to 'failed' and insert its apology report inside ONE "
+          "`with queue.store.transaction() as tx:` block.")
+def model_failure_atomic(h: Harness) -> str:
+    source, session, text = h.source_id(), h.session_id(), h.text()
+    error = ModelUnavailable("the model provider timed out")
+    points = sweep(h, "fail_attempt", lambda c: admit_and_claim(c, source, session, text, "w1"),
+                   lambda c, a: c.fail_attempt(c.queue(), a, error, capped(c, 1)),
+                   lambda snap, where: judge_failure(snap, source, where))
+    return f"{len(points)} crash points inside the last fail_attempt: every reopen showed failed with its apology, " \
+           "or neither"

@@ -15,7 +15,7 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from .errors import StoreMisuse
 from .fields import require_id, require_int, require_str
@@ -131,6 +131,15 @@ def split_statements(script: str) -> list[str]:
         if _COMMENT.sub("", pending).strip():
             raise StoreMisuse(f"the script ends with an incomplete statement: {pending.strip()[:80]!r}")
     return statements
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What the queue functions are given: ``Store`` (one SQLite file) or ``pg_store.PgStore`` (a server database)."""
+
+    def transaction(self) -> ContextManager[Any]: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any]: ...
 
 
 class Store:

@@ -15,7 +15,7 @@ from enum import Enum
 from .errors import FenceError, InvalidField
 from .fields import require_int
 from .observer import REPORT_COLUMNS, WORK_COLUMNS
-from .store import Store
+from .store import StateStore
 
 WORK_STATES = ("pending", "running", "done")
 """work:   pending --claim--> running --finish (the fence: same worker, same generation)--> done
@@ -84,13 +84,14 @@ class Disposition(Enum):
 class Queue:
     """What a learner's queue functions are given: the store and the admission limits."""
 
-    store: Store
+    store: StateStore
+    """A ``store.Store`` (the chapter's SQLite file) or a ``pg_store.PgStore`` (a server database)."""
     capacity: int = 10
     per_session_limit: int = 3
 
     def __post_init__(self) -> None:
-        if not isinstance(self.store, Store):
-            raise InvalidField("store", f"expected a Store, got {type(self.store).__name__}")
+        if not isinstance(self.store, StateStore):
+            raise InvalidField("store", f"expected a Store or a PgStore, got {type(self.store).__name__}")
         require_int("capacity", self.capacity, minimum=1)
         require_int("per_session_limit", self.per_session_limit, minimum=1)
 

@@ -11,6 +11,10 @@ with constants of its own:
   ``retry_after`` the service asked for.
 * ``key(report_id)``: the idempotency key, namespaced by the store (or bot) that owns
   the report, so two stores' ``r-1-1`` are two messages to the remote service.
+  ``DeliveryPolicy.for_store(store)`` takes the namespace from the store's random id
+  (``Store.store_id``), not from a name a person picks: a store deleted and created
+  again under the same name would reuse its ``r-1-1`` under the same key, and the
+  service would refuse it as a key reused with other content.
 
 The clock and the random source are injected: tests and the checker pass a
 ``ManualClock`` and a fixed random source, and every schedule is reproducible.
@@ -21,7 +25,7 @@ from __future__ import annotations
 import random as _random
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from .errors import InvalidField
 from .fields import require_id, require_int, require_number
@@ -65,6 +69,13 @@ class DeliveryPolicy:
         for name in ("clock", "random"):
             if not callable(getattr(self, name)):
                 raise InvalidField(name, "expected a function that returns a number")
+
+    @classmethod
+    def for_store(cls, store: Any, **settings: Any) -> "DeliveryPolicy":
+        """The policy of the reports in ``store`` (a ``Store`` or a ``PgStore``): keys behind its random id."""
+        if not callable(getattr(store, "store_id", None)):
+            raise InvalidField("store", f"expected a Store or a PgStore, got {type(store).__name__}")
+        return cls(f"lucy-{store.store_id()}", **settings)
 
     def now(self) -> float:
         return float(self.clock())

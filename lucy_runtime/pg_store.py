@@ -36,6 +36,13 @@ from .errors import StoreMisuse
 from .fields import require_str
 from .store import Migration, StatementHook, split_statements, statement_kind
 
+PG_STORE_IDENTITY = (
+    Migration(1, "the store's own random id", (
+        "CREATE TABLE lucy_store_identity (one_row INTEGER PRIMARY KEY CHECK (one_row = 1), store_id TEXT NOT NULL)",
+        "INSERT INTO lucy_store_identity (one_row, store_id) VALUES (1, replace(gen_random_uuid()::text, '-', ''))",
+    )),
+)
+"""``store.STORE_IDENTITY`` in PostgreSQL's words."""
 ISOLATION_LEVELS = {"read committed": "READ COMMITTED", "repeatable read": "REPEATABLE READ",
                     "serializable": "SERIALIZABLE"}
 _PIECES = re.compile(r"('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?|%)", re.S)
@@ -269,6 +276,11 @@ class PgStore:
                     (component, step.version),
                 )
         return self.schema_version(component)
+
+    def store_id(self) -> str:
+        """This database's random id, created the first time it is asked for and never changed afterwards."""
+        self.migrate("store identity", PG_STORE_IDENTITY)
+        return str(self.query("SELECT store_id FROM lucy_store_identity")[0][0])
 
     def close(self) -> None:
         if self._conn is not None:

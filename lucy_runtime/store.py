@@ -73,6 +73,24 @@ class Migration:
             raise StoreMisuse("Migration.statements must be a tuple of SQL strings, one statement each")
 
 
+STORE_IDENTITY = (
+    Migration(
+        1,
+        "the store's own random id",
+        (
+            """CREATE TABLE lucy_store_identity (
+                   one_row  INTEGER PRIMARY KEY CHECK (one_row = 1),
+                   store_id TEXT NOT NULL
+               )""",
+            "INSERT INTO lucy_store_identity (one_row, store_id) VALUES (1, lower(hex(randomblob(16))))",
+        ),
+    ),
+)
+"""A one-row table holding a random id, written once, with its version row, in the file it names.
+
+A file deleted and created again under the same name gets a new id, so its ``r-1-1``
+is never taken for the old file's ``r-1-1`` (``DeliveryPolicy.for_store``)."""
+
 _process_hook: StatementHook | None = None
 
 
@@ -257,6 +275,11 @@ class Store:
                     (component, step.version),
                 )
         return self.schema_version(component)
+
+    def store_id(self) -> str:
+        """This file's random id, created the first time it is asked for and never changed afterwards."""
+        self.migrate("store identity", STORE_IDENTITY)
+        return str(self._conn.execute("SELECT store_id FROM lucy_store_identity").fetchone()[0])
 
     def close(self) -> None:
         if self._conn is not None:

@@ -23,10 +23,11 @@ WORK_STATES = ("pending", "running", "done")
 Each move is a conditional update on the state it leaves. Unit B adds requeue
 (done --> pending, next generation)."""
 
-DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed")
+DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed", "needs_person")
 """report: pending --mark--> sending --receipt--> confirmed
           sending --retryable refusal--> pending (due again later) | failed (permanent, or out of attempts)
-          sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)"""
+          sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)
+                                                       | needs_person (no receipt, and the key has expired)"""
 
 
 class Outcome(Enum):

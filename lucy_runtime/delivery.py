@@ -9,8 +9,15 @@ with constants of its own:
   The delay grows exponentially, is capped, has jitter (so many reports refused
   together do not all come back in the same second), and is never shorter than the
   ``retry_after`` the service asked for.
+* ``key_remembered(first_sent_at)``: whether the service still remembers the key of a
+  report first sent then (``key_retention``); past that window a retry is a new
+  message, so ``reconcile`` hands a report without a receipt to a person instead.
 * ``key(report_id)``: the idempotency key, namespaced by the store (or bot) that owns
   the report, so two stores' ``r-1-1`` are two messages to the remote service.
+  ``DeliveryPolicy.for_store(store)`` takes the namespace from the store's random id
+  (``Store.store_id``), not from a name a person picks: a store deleted and created
+  again under the same name would reuse its ``r-1-1`` under the same key, and the
+  service would refuse it as a key reused with other content.
 
 The clock and the random source are injected: tests and the checker pass a
 ``ManualClock`` and a fixed random source, and every schedule is reproducible.
@@ -21,7 +28,7 @@ from __future__ import annotations
 import random as _random
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from .errors import InvalidField, ModelUnavailable
 from .fields import require_id, require_int, require_number
@@ -52,6 +59,8 @@ class DeliveryPolicy:
     max_attempts: int = 5
     base_delay: float = 2.0
     max_delay: float = 600.0
+    key_retention: float | None = None
+    """How long the remote service remembers an idempotency key (seconds); ``None``: for ever."""
     clock: Callable[[], float] = field(default=time.time, repr=False)
     random: Callable[[], float] = field(default=_random.random, repr=False)
 
@@ -62,9 +71,18 @@ class DeliveryPolicy:
             raise InvalidField("base_delay", "must be more than 0 seconds")
         if require_number("max_delay", self.max_delay) < self.base_delay:
             raise InvalidField("max_delay", "must be at least base_delay")
+        if self.key_retention is not None and require_number("key_retention", self.key_retention) <= 0:
+            raise InvalidField("key_retention", "must be more than 0 seconds, or None for a service that never forgets")
         for name in ("clock", "random"):
             if not callable(getattr(self, name)):
                 raise InvalidField(name, "expected a function that returns a number")
+
+    @classmethod
+    def for_store(cls, store: Any, **settings: Any) -> "DeliveryPolicy":
+        """The policy of the reports in ``store`` (a ``Store`` or a ``PgStore``): keys behind its random id."""
+        if not callable(getattr(store, "store_id", None)):
+            raise InvalidField("store", f"expected a Store or a PgStore, got {type(store).__name__}")
+        return cls(f"lucy-{store.store_id()}", **settings)
 
     def now(self) -> float:
         return float(self.clock())
@@ -72,6 +90,18 @@ class DeliveryPolicy:
     def key(self, report_id: object) -> str:
         """The report's idempotency key: the same on every attempt, different in every other store."""
         return require_id("idempotency key", f"{self.namespace}:{report_id}")
+
+    def key_remembered(self, first_sent_at: float | None) -> bool:
+        """Whether the service still remembers the key of a report first sent at ``first_sent_at``.
+
+        While it does, a retry under the same key cannot make a second message. Past the
+        window it can, so a report with no receipt goes to a person instead. A report with
+        no recorded first send is taken as past the window (unless keys are kept for ever)."""
+        if self.key_retention is None:
+            return True
+        if first_sent_at is None:
+            return False
+        return self.now() - require_number("first_sent_at", first_sent_at) < self.key_retention
 
     def next_due(self, attempts: int, refusal: Refused | ModelUnavailable) -> float | None:
         """When to try again after ``attempts`` attempts ended in ``refusal``; ``None`` means give up.

@@ -15,7 +15,7 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from .errors import StoreMisuse
 from .fields import require_id, require_int, require_str
@@ -72,6 +72,24 @@ class Migration:
         if isinstance(self.statements, str) or not all(isinstance(s, str) for s in self.statements):
             raise StoreMisuse("Migration.statements must be a tuple of SQL strings, one statement each")
 
+
+STORE_IDENTITY = (
+    Migration(
+        1,
+        "the store's own random id",
+        (
+            """CREATE TABLE lucy_store_identity (
+                   one_row  INTEGER PRIMARY KEY CHECK (one_row = 1),
+                   store_id TEXT NOT NULL
+               )""",
+            "INSERT INTO lucy_store_identity (one_row, store_id) VALUES (1, lower(hex(randomblob(16))))",
+        ),
+    ),
+)
+"""A one-row table holding a random id, written once, with its version row, in the file it names.
+
+A file deleted and created again under the same name gets a new id, so its ``r-1-1``
+is never taken for the old file's ``r-1-1`` (``DeliveryPolicy.for_store``)."""
 
 _process_hook: StatementHook | None = None
 
@@ -131,6 +149,15 @@ def split_statements(script: str) -> list[str]:
         if _COMMENT.sub("", pending).strip():
             raise StoreMisuse(f"the script ends with an incomplete statement: {pending.strip()[:80]!r}")
     return statements
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What the queue functions are given: ``Store`` (one SQLite file) or ``pg_store.PgStore`` (a server database)."""
+
+    def transaction(self) -> ContextManager[Any]: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any]: ...
 
 
 class Store:
@@ -248,6 +275,11 @@ class Store:
                     (component, step.version),
                 )
         return self.schema_version(component)
+
+    def store_id(self) -> str:
+        """This file's random id, created the first time it is asked for and never changed afterwards."""
+        self.migrate("store identity", STORE_IDENTITY)
+        return str(self._conn.execute("SELECT store_id FROM lucy_store_identity").fetchone()[0])
 
     def close(self) -> None:
         if self._conn is not None:

@@ -15,7 +15,7 @@ from enum import Enum
 from .errors import FenceError, InvalidField, ModelUnavailable, WrongState
 from .fields import require_int
 from .observer import REPORT_COLUMNS, WORK_COLUMNS
-from .store import Store
+from .store import StateStore
 
 WORK_STATES = ("pending", "running", "done", "waiting", "failed")
 """work:   pending --claim--> running --finish (the fence: same worker, same generation)--> done
@@ -27,10 +27,11 @@ Each move is a conditional update on the state it leaves. Unit B adds requeue
 an operator's way out for a stuck request). Work that can still finish (pending,
 running, waiting) holds its place against the limits; done and failed work does not."""
 
-DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed")
+DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed", "needs_person")
 """report: pending --mark--> sending --receipt--> confirmed
           sending --retryable refusal--> pending (due again later) | failed (permanent, or out of attempts)
-          sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)"""
+          sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)
+                                                       | needs_person (no receipt, and the key has expired)"""
 
 
 class Outcome(Enum):
@@ -109,13 +110,14 @@ class OperatorNumbers:
 class Queue:
     """What a learner's queue functions are given: the store and the admission limits."""
 
-    store: Store
+    store: StateStore
+    """A ``store.Store`` (the chapter's SQLite file) or a ``pg_store.PgStore`` (a server database)."""
     capacity: int = 10
     per_session_limit: int = 3
 
     def __post_init__(self) -> None:
-        if not isinstance(self.store, Store):
-            raise InvalidField("store", f"expected a Store, got {type(self.store).__name__}")
+        if not isinstance(self.store, StateStore):
+            raise InvalidField("store", f"expected a Store or a PgStore, got {type(self.store).__name__}")
         require_int("capacity", self.capacity, minimum=1)
         require_int("per_session_limit", self.per_session_limit, minimum=1)
 

@@ -6,7 +6,8 @@ import pytest
 
 from lucy_runtime.delivery import DeliveryPolicy, ManualClock
 from lucy_runtime.errors import InvalidField
-from lucy_runtime.transport import Refused
+from lucy_runtime.store import Store
+from lucy_runtime.transport import Behaviour, FakeService, FakeTransport, OutgoingReport, Receipt, Refused
 
 BUSY = Refused("r-1-1", "429", retryable=True)
 
@@ -59,3 +60,31 @@ def test_bad_settings_are_refused_naming_the_field(settings, name):
     with pytest.raises(InvalidField) as caught:
         DeliveryPolicy(**{"namespace": "store-a", **settings})
     assert caught.value.field == name
+
+
+def test_the_key_namespace_is_the_store_s_random_id_and_a_recreated_store_gets_a_new_one(tmp_path):
+    path = tmp_path / "lucy.sqlite3"
+    with Store(path) as store:
+        first = DeliveryPolicy.for_store(store)
+        assert DeliveryPolicy.for_store(store).namespace == first.namespace  # asked again: the same id
+    with Store(path) as reopened:
+        assert DeliveryPolicy.for_store(reopened).namespace == first.namespace  # a fresh process: the same id
+    path.unlink()
+    with Store(path) as recreated:  # deleted, then created again under the same name
+        second = DeliveryPolicy.for_store(recreated)
+    assert second.namespace != first.namespace and second.key("r-1-1") != first.key("r-1-1")
+
+    def deliver(policy, body):
+        service = FakeService(tmp_path / "service.sqlite3", idempotent=True, script=[Behaviour.ACCEPT])
+        return FakeTransport(service).send(OutgoingReport("r-1-1", "chat-1", body, idempotency_key=policy.key("r-1-1")))
+
+    assert isinstance(deliver(first, "the old store's answer"), Receipt)
+    assert isinstance(deliver(second, "the new store's answer"), Receipt)
+    # The known-bad namespace, a name a person picks: the recreated store's r-1-1 is refused for good.
+    named = deliver(DeliveryPolicy("lucy-ada"), "the old store's answer"), deliver(DeliveryPolicy("lucy-ada"), "the new")
+    assert isinstance(named[0], Receipt) and not named[1].retryable
+
+
+def test_a_policy_for_something_that_is_not_a_store_is_refused():
+    with pytest.raises(InvalidField):
+        DeliveryPolicy.for_store("lucy.sqlite3")

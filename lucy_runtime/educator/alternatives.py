@@ -38,10 +38,11 @@ return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text
 
 _DELIVER_PESSIMISTIC = '''with store.transaction() as tx:
     row = tx.execute(
-        "UPDATE report SET delivery = 'unknown', attempts = attempts + 1 WHERE report_id = "
+        "UPDATE report SET delivery = 'unknown', attempts = attempts + 1, "
+        "first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = "
         "(SELECT report_id FROM report WHERE delivery = 'pending' AND due_at <= ? ORDER BY rowid LIMIT 1) "
         "RETURNING report_id, session_id, body, attempts",
-        (policy.now(),),
+        (policy.now(), policy.now()),
     ).fetchone()
 if row is None:
     return Disposition.NOTHING_TO_SEND
@@ -202,6 +203,7 @@ CREATE TABLE IF NOT EXISTS report (
     delivery   TEXT NOT NULL DEFAULT 'pending',
     attempts   INTEGER NOT NULL DEFAULT 0,
     due_at     REAL NOT NULL DEFAULT 0,
+    first_sent_at REAL,
     receipt    TEXT,
     UNIQUE (work_id, generation)
 );
@@ -266,8 +268,8 @@ _DELIVER_BY_SCHEDULE = '''with store.transaction() as tx:
         "WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid LIMIT 1", (policy.now(),)).fetchone()
     if row is None:
         return Disposition.NOTHING_TO_SEND
-    tx.execute("UPDATE report SET delivery = 'sending' WHERE report_id = ? AND delivery = 'pending'",
-               (row["report_id"],))
+    tx.execute("UPDATE report SET delivery = 'sending', first_sent_at = COALESCE(first_sent_at, ?) "
+               "WHERE report_id = ? AND delivery = 'pending'", (policy.now(), row["report_id"]))
     tx.execute("UPDATE schedule SET tries = tries + 1 WHERE report_id = ?", (row["report_id"],))
 report_id, tries = row["report_id"], row["tries"] + 1
 outcome = transport.send(OutgoingReport(report_id, row["session_id"], row["body"], idempotency_key=policy.key(report_id)))

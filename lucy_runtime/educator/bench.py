@@ -317,7 +317,7 @@ def bench_queue(notebook_dir: Path, items: int, workdir: Path) -> QueueBench:
         queue = Queue(store, items + 1, items + 1)
         transport = FakeTransport(FakeService(workdir / "service.sqlite3"))
         loop = _EchoLoop()
-        policy = DeliveryPolicy("bench")
+        policy = DeliveryPolicy.for_store(store)
         store.set_hook(count)
         started = time.monotonic()
         reports = 0

@@ -549,6 +549,14 @@ CASES: tuple[Case, ...] = (
         "The number to watch is the longest wait, the customer who has waited most.",
     ),
     _case(
+        "reconcile-resends-after-retention", "ch07_unit_b",
+        [Edit("reconcile", "remembered = policy.key_remembered(row[\"first_sent_at\"])", "remembered = True")],
+        "Puts every report without a receipt back to pending, however long ago it was first sent: past the "
+        "service's key retention the retry is a new message, and the customer gets the answer twice.",
+        ["reconcile-after-retention"],
+        "No receipt means 'not yet' or 'no longer'; a retry is safe only while the service remembers the key.",
+    ),
+    _case(
         "message-identity-without-chat", "ch07_unit_b",
         [Edit("admit_message", "f\"tg:{chat_id}:{message_id}\"", "f\"tg:{message_id}\"")],
         "Identifies a message by its message id alone; message ids restart in every chat.",

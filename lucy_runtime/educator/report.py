@@ -37,6 +37,7 @@ MISCONCEPTION_OF = {
     "delivery-resends-unknown": "A timeout means it failed",
     "refusal-stored-as-unknown": "A timeout means it failed",
     "reconcile-by-resending": "A timeout means it failed",
+    "reconcile-resends-after-retention": "No receipt means it never arrived",
     "practice-timeout-is-failure": "A timeout means it failed",
     "fresh-idempotency-key": "A new key for each retry is safer",
     "per-attempt-key": "A new key for each retry is safer",

@@ -124,8 +124,12 @@ class Explorer:
     def _deliver_with(self, script) -> str:
         if "deliver_one" not in self.ns:
             return "deliver_one is written in Unit B."
-        return self._in_child(lambda: repr(self.ns["deliver_one"](
-            Store(self.db), FakeTransport(FakeService(self.log, script=script)), DeliveryPolicy("explorer"))))
+        def deliver() -> str:
+            store = Store(self.db)
+            return repr(self.ns["deliver_one"](
+                store, FakeTransport(FakeService(self.log, script=script)), DeliveryPolicy.for_store(store)))
+
+        return self._in_child(deliver)
 
     def _deliver(self) -> str:
         return self._deliver_with([])

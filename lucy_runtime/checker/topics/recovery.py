@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..attempts import SWALLOWED_HINT, Attempt, attempt
 from ...transport import Behaviour
 from ..harness import Ctx, Harness
@@ -50,10 +52,59 @@ def reconcile_unknown(h: Harness) -> str:
             "under the same key")
 
 
+RETENTION = 600.0
+"""The seconds the service of ``reconcile-after-retention`` remembers a key."""
+
+
+@row("reconcile-after-retention", unit="B", topic="recovery",
+     covers="Past the service's key retention, an UNKNOWN report goes to a person (needs_person, a state nothing "
+            "sends), never back on the wire; inside the window, a report without a receipt is sent again once",
+     hint="deliver_one records when a report was first sent (first_sent_at = COALESCE(first_sent_at, ?)); reconcile, "
+          "finding no receipt, puts a report back to 'pending' only while policy.key_remembered(first_sent_at), and "
+          "otherwise moves it to 'needs_person'.")
+def reconcile_after_retention(h: Harness) -> str:
+    s = h.scenario("retention")
+    old, new = h.source_id(), h.source_id()
+    session, text, marker = h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        c.policy = replace(c.policy, key_retention=RETENTION)
+
+        def service(script):
+            return c.transport(script, idempotent=True, retention=RETENTION)
+
+        seeded(c, old, session, text, marker)
+        first = [c.deliver_one(service([Behaviour.LOSE_REPLY]))]  # accepted; the reply is lost
+        c.clock.advance(RETENTION * 6)  # the service forgets that key
+        seeded(c, new, session, text, marker)
+        first.append(c.deliver_one(service([Behaviour.SERVER_ERROR])))  # nothing arrived
+        c.clock.advance(RETENTION / 10)
+        confirmed = c.reconcile(service([]))
+        after = [c.deliver_one(service([])) for _ in range(2)]
+        return first, confirmed, after
+
+    first, confirmed, after = ok(s.run(script), "a lost reply, an hour, a server error, then reconcile")
+    expect(first == ["unknown", "unknown"], f"a lost reply and a 500 were answered {first}, not unknown twice")
+    expect(confirmed == 0, f"reconcile confirmed {confirmed} reports; the service remembers no key of either")
+    snap = seen(s.observe())
+    sends: dict[str, int] = {}
+    for sent in snap.accepted:
+        sends[str(sent["report_id"])] = sends.get(str(sent["report_id"]), 0) + 1
+    expect(all(n == 1 for n in sends.values()),
+           f"the service accepted one report {max(sends.values(), default=0)} times: its key had expired, so the "
+           "retry after reconcile was a second message to the customer")
+    states = sorted(str(r["delivery"]) for r in snap.reports)
+    expect(states == ["confirmed", "needs_person"],
+           f"the reports end as {states}: the one first sent before the key expired should wait as 'needs_person', "
+           "the one sent inside the window should go out again, once, and be 'confirmed'")
+    expect(after == ["confirmed", "nothing to send"], f"deliveries after reconcile answered {after}")
+    return "past the key's retention the UNKNOWN waits for a person; inside it the retry went out once"
+
+
 @row("idempotency-key-stable", unit="B", topic="recovery",
      covers="A key derived from the report's identity, not a fresh key per attempt, and namespaced so two stores "
             "never share one",
-     hint="Use policy.key(report_id) as idempotency_key, on every attempt: the report's id behind the store's name.")
+     hint="Use policy.key(report_id) as idempotency_key, on every attempt: the report's id behind the store's own id.")
 def idempotency_key_stable(h: Harness) -> str:
     s, other = h.scenario("keys"), h.scenario("keys-other-store")
     other.log = s.log  # two stores, one remote service

@@ -93,7 +93,7 @@ def idempotency_key_stable(h: Harness) -> str:
            "Put the store's name in front of the report id: idempotency_key=policy.key(report_id).")
     return "every attempt for a report carried the same key, each report its own, and each store its own"
 
-@row("second-generation", unit="B", topic="generation", runs_unit_a=("finish", "work_once"),
+@row("second-generation", unit="B", topic="generation", runs_unit_a=("work_once",),
      covers="Second terminal generation legitimately creates r2 → both immutable reports remain attributable "
             "to their own generation",
      hint="requeue moves done work back to pending with generation + 1, and raises for work that is not done; "
@@ -151,7 +151,7 @@ def second_generation(h: Harness) -> str:
             f"{r2['generation']}) new; requeue refused work that was not done ({pending.detail}, {running.detail})")
 
 
-@row("stale-finish-refused", unit="B", topic="generation", runs_unit_a=("claim", "finish"),
+@row("stale-finish-refused", unit="B", topic="generation", runs_unit_a=("claim",),
      covers="Completion binds the claim: after a requeue, the old worker's finish (its generation-1 Assignment) "
             "is refused by the fence and changes nothing; the new claim still finishes",
      hint="In your Unit A finish, move the work to done only WHERE state = 'running' AND worker_id = ? AND "

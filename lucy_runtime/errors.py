@@ -19,6 +19,7 @@ The tree:
   + UnitANotFound: Unit B cannot find the learner's Unit A (also ``FileNotFoundError``)
   + ExperimentFailed: a notebook experiment's process failed (also ``RuntimeError``)
   + NotInAnExperiment: the practice notebook's ``stop_here()`` called outside a supervised process
+  + TablesNotFound: a store file holds no table with the work or report columns (also ``LookupError``)
   + CheckerError: the checker could not get or accept an answer from learner code
     - MissingFunction: a row needs a function nobody defined (also ``NameError``)
     - ContractBroken: a learner function returned what its contract does not name
@@ -142,6 +143,10 @@ class ExperimentFailed(LucyError, RuntimeError):
 
 class NotInAnExperiment(LucyError):
     """stop_here() was called outside a supervised process."""
+
+
+class TablesNotFound(LucyError, LookupError):
+    """A store file holds no table with the columns of the work or report table."""
 
 
 class CheckerError(LucyError):

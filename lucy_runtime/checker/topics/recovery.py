@@ -139,14 +139,17 @@ def second_generation(h: Harness) -> str:
 
     pending, running, work_id, assignment = ok(early.run(too_early), "requeue on work that is not done yet")
     pending, running = Attempt.of(pending), Attempt.of(running)
+    row = seen(early.observe()).work_by_id(work_id)
+    kept = (row is not None and row["state"] == "running" and assignment is not None
+            and same_id(row.get("generation", assignment["generation"]), assignment["generation"]))
     for answer, state in ((pending, "pending"), (running, "running")):
         expect(answer.raised, f"requeue of {state} work returned without an error: only done work can run again",
                "requeue must raise an error for work that is not done (any exception will do). If requeue "
-               "catches it, " + SWALLOWED_HINT[0].lower() + SWALLOWED_HINT[1:])
-    row = seen(early.observe()).work_by_id(work_id)
-    expect(row is not None and row["state"] == "running" and assignment is not None
-           and same_id(row.get("generation", assignment["generation"]), assignment["generation"]),
-           f"a refused requeue changed the running work to {row}")
+               "catches it, " + SWALLOWED_HINT[0].lower() + SWALLOWED_HINT[1:] if kept else
+               f"requeue moved work that was not done (the running work is now {row}): the guard is missing. "
+               "Move it only from done (UPDATE … WHERE work_id = ? AND state = 'done'), check that the update "
+               "changed exactly one row, and raise an error when it changed none.")
+    expect(kept, f"a refused requeue changed the running work to {row}")
     return (f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation "
             f"{r2['generation']}) new; requeue refused work that was not done ({pending.detail}, {running.detail})")
 

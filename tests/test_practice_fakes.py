@@ -34,11 +34,13 @@ def test_the_broker_reports_send_before_and_accepted_after_it_commits(tmp_path):
     assert seen == [("send", 0), ("accepted", 1)]
 
 
-def test_the_seat_service_grants_once_per_key_and_answers_409_to_a_replay(tmp_path):
-    service = FakeSeatService(tmp_path / "seats.sqlite3")
+def test_the_seat_service_grants_once_per_key_as_the_idempotency_key_draft_says(tmp_path):
+    """A finished key's retry gets the stored response; 409 is a first request still in progress; 422 a reused key."""
+    service = FakeSeatService(tmp_path / "seats.sqlite3", script=[SeatScript.OK, SeatScript.IN_PROGRESS])
     first = service.post_grant("ws-1", "u-1", idempotency_key="req-1")
     assert first == Answered(201, "seat-1")
-    assert service.post_grant("ws-1", "u-1", idempotency_key="req-1") == Answered(409, "seat-1")
+    assert service.post_grant("ws-1", "u-1", idempotency_key="req-1") == Answered(409)
+    assert service.post_grant("ws-1", "u-1", idempotency_key="req-1") == Answered(201, "seat-1")
     assert service.post_grant("ws-1", "u-2", idempotency_key="req-1") == Answered(422)
     assert len(read_seats(tmp_path / "seats.sqlite3")) == 1
 

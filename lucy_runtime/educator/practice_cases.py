@@ -28,14 +28,24 @@ PRACTICE_CASES: tuple[Case, ...] = (
     ),
     _case(
         "practice-409-is-a-failure", UNIT,
-        [Edit("grant_seat", "answer.status in (201, 409)", "answer.status == 201")],
-        "grant_seat refuses on 409, although 409 says the seat was granted earlier under this key.",
-        ["practice-grant-at-most-once"],
-        "A replayed key's 409 is the answer the lost 201 would have been.",
+        [Edit("grant_seat", "answer.status not in (409, 429, 503)", "answer.status not in (429, 503)")],
+        "grant_seat refuses on 409, although 409 says the first request with this key is still being processed.",
+        ["practice-grant-error-classes"],
+        "A 409 for your own key is \"not yet\": come back later with the same key, as after a 429.",
+    ),
+    _case(
+        "practice-409-is-the-same-seat", UNIT,
+        [Edit("grant_seat", "elif answer.status == 201:", "elif answer.status in (201, 409):"),
+         Edit("grant_seat", "answer.status not in (409, 429, 503)", "answer.status not in (429, 503)")],
+        "grant_seat takes a 409 for a seat granted earlier, and answers GRANTED with no seat while the first "
+        "request is still being processed.",
+        ["practice-grant-error-classes"],
+        "In the Idempotency-Key draft a finished retry gets the stored 201; a 409 says the first request is not "
+        "finished yet.",
     ),
     _case(
         "practice-retry-everything", UNIT,
-        [Edit("grant_seat", "elif answer.status not in (429, 503):", "elif False:")],
+        [Edit("grant_seat", "elif answer.status not in (409, 429, 503):", "elif False:")],
         "grant_seat retries 400 and 403 as if they were temporary.",
         ["practice-grant-error-classes"],
         "A request that can never work only gets slower with retries: tell the error classes apart.",
@@ -123,7 +133,7 @@ with store.transaction() as tx:
     tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'in_flight'", (row[0],))
 return ack'''
 
-_GRANT_EQUAL_JITTER = '''retry_later, done = {429, 503}, {201, 409}
+_GRANT_EQUAL_JITTER = '''retry_later, done = {409, 429, 503}, {201}
 heard_nothing = False
 for attempt in range(max_attempts):
     if attempt:

@@ -280,23 +280,25 @@ def practice_grant_at_most_once(h: Harness) -> str:
                 expect(got["seat_id"] == seats[0]["seat_id"], f"with {_named(steps)}, grant_seat named seat "
                        f"{got['seat_id']!r}; the service holds {seats[0]['seat_id']!r}")
         expect(answer["again"]["outcome"] == "granted", f"with {_named(steps)}, the redelivered event answered "
-               f"{answer['again']['outcome']!r}: the service answers 409 with the seat for a key it knows",
-               "A 409 for your own key is the same seat, granted earlier: answer GRANTED with its seat_id.")
+               f"{answer['again']['outcome']!r}: for a key it knows, the service answers with the stored 201",
+               "A retry of a key whose first request finished gets the stored response: 201 with the same seat.")
     request_keys = [next(iter({post["key"] for post in snap.posts})) for snap in snaps]
     expect(len(set(request_keys)) == len(request_keys), "two different requests were sent with the same key")
     return f"{len(scripts)} scripted failures, each request delivered twice: one seat per request, one key each"
 
 
 @row("practice-grant-error-classes", unit=UNIT, topic="grant",
-     covers="Exercise 2: 400 and 403 stop at once, 409 is the seat granted earlier, 429 and 503 are retried, "
-            "and a timeout or reset is UNKNOWN, never a failure",
-     hint="201 and 409 are GRANTED; 429 and 503 retry; any other status is REFUSED at once; no answer counts as "
-          "unknown: retry it with the same key, and answer UNKNOWN if you give up.")
+     covers="Exercise 2: 400, 403 and 422 stop at once; 409 (the first request with this key is still being "
+            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure",
+     hint="201 is GRANTED; 409, 429 and 503 mean come back later: retry with the same key; any other status is "
+          "REFUSED at once; no answer counts as unknown: retry it with the same key, and answer UNKNOWN if you "
+          "give up.")
 def practice_grant_error_classes(h: Harness) -> str:
     cases = [
         ([SeatScript.BAD_REQUEST], "refused", 1, 0),
         ([SeatScript.FORBIDDEN], "refused", 1, 0),
         ([SeatScript.UNAVAILABLE, SeatScript.OK], "granted", 2, 1),
+        ([SeatScript.IN_PROGRESS, SeatScript.OK], "granted", 2, 1),
         ([SeatScript.THROTTLED, SeatScript.THROTTLED], "granted", 3, 1),
         ([SeatScript.THROTTLED] * 3, "exhausted", 3, 0),
         ([SeatScript.COMMIT_THEN_TIMEOUT] * 3, "unknown", 3, 1),
@@ -312,7 +314,8 @@ def practice_grant_error_classes(h: Harness) -> str:
         if outcome == "refused":
             expect(not slept, f"with {_named(steps)}, grant_seat paused {slept} before giving up on a request that "
                    "can never work")
-    return "400/403 refused at once; 429/503 retried; timeouts and resets left UNKNOWN; only throttling exhausted"
+    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts and resets left UNKNOWN; "
+            "only throttling exhausted")
 
 
 @row("practice-grant-backoff", unit=UNIT, topic="grant",

@@ -81,6 +81,15 @@ PRACTICE_CASES: tuple[Case, ...] = (
         "Record what you know when you know it: 'sent' needs the broker's answer.",
     ),
     _case(
+        "practice-publish-no-cap", UNIT,
+        [Edit("publish_one", "        tx.execute(\"UPDATE outbox SET status = 'failed' WHERE status = 'publishing' "
+                             "AND attempts >= ?\",\n                   (max_attempts,))\n", "")],
+        "publish_one always takes the oldest unsent row, with no attempt cap: a payload the broker refuses every "
+        "time is picked again on every run, and every row behind it waits (a head-of-line block).",
+        ["practice-publish-no-head-of-line"],
+        "A retry needs a budget and a place to end: a dead letter a person can see, not the front of the queue.",
+    ),
+    _case(
         "practice-publish-per-attempt-key", UNIT,
         [Edit("publish_one", "broker.publish(row[\"row_id\"], row[\"payload\"])",
               "broker.publish(f\"{row['row_id']}-{__import__('uuid').uuid4().hex[:8]}\", row[\"payload\"])")],
@@ -124,7 +133,8 @@ PRACTICE_CASES: tuple[Case, ...] = (
 _PUBLISH_RETURNING = '''with store.transaction() as tx:
     row = tx.execute(
         "UPDATE outbox SET status = 'in_flight', attempts = attempts + 1 WHERE row_id = "
-        "(SELECT row_id FROM outbox WHERE status != 'sent' ORDER BY rowid LIMIT 1) RETURNING row_id, payload"
+        "(SELECT row_id FROM outbox WHERE status IN ('pending', 'in_flight') AND attempts < ? ORDER BY rowid LIMIT 1) "
+        "RETURNING row_id, payload", (max_attempts,)
     ).fetchone()
 if row is None:
     return None
@@ -149,7 +159,7 @@ return GrantResult(SeatOutcome.UNKNOWN if heard_nothing else SeatOutcome.EXHAUST
 
 PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-update-returning", UNIT, (Edit("publish_one", None, _PUBLISH_RETURNING),),
-         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'.", (), ""),
+         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'; a row out of attempts is no longer picked.", (), ""),
     Case("practice-grant-equal-jitter", UNIT, (Edit("grant_seat", None, _GRANT_EQUAL_JITTER),),
          "The request id itself as the key, pauses before each retry with 'equal jitter', status classes as sets.",
          (), ""),

@@ -11,6 +11,7 @@ import random
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from ...errors import BrokerRejected
 from ...practice import (Ack, FakeBroker, FakeCaseService, FakeSeatService, GrantResult, SeatEvent, SeatOutcome,
                          SeatScript, add_message, buggy_publish_one, case_key, create_tables, open_case, send_case)
 from ..child import PROBE
@@ -58,8 +59,8 @@ def look(scenarios: list, logs: list | None = None, *, tables: bool = True) -> l
 # --- calls into learner code, in the child: plain values back, or a contract break --------------
 
 
-def publish(c: Ctx, broker: FakeBroker) -> str | None:
-    value = c.fn("publish_one")(c.store, broker)
+def publish(c: Ctx, broker: FakeBroker, **settings: Any) -> str | None:
+    value = c.fn("publish_one")(c.store, broker, **settings)
     if value is not None and not isinstance(value, Ack):
         raise broken(value, f"publish_one returned {value!r}; it should return the broker's Ack, or None when "
                             "nothing is left to publish")
@@ -219,6 +220,46 @@ def practice_publish_sweep(h: Harness) -> str:
         points = practice_sweep(p, "publish", lambda c: outbox_with(c, *rows), lambda c, _: publish(c, broker(c)),
                                 judge, after=lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(3)])
     return f"{len(points)} crash points in publish_one: every row ended sent, with exactly one message"
+
+
+@row("practice-publish-no-head-of-line", unit=UNIT, topic="in-flight",
+     covers="Exercise 1: a row the broker refuses every time (a poison payload) is tried at most max_attempts "
+            "times, then set aside where a person can see it; the rows behind it are published",
+     hint="Count each attempt when you mark the row 'publishing'. Pick only rows with fewer than max_attempts "
+          "attempts, and mark a 'publishing' row that has used them all 'failed' (a dead letter), so the oldest "
+          "row cannot hold up every row behind it.")
+def practice_publish_no_head_of_line(h: Harness) -> str:
+    with practice(h) as p:
+        s = p.scenario("head-of-line")
+        poison, behind = f"m-{p.token()}", f"m-{p.token()}"
+
+        def script(c: Ctx):
+            outbox_with(c, (poison, f"order {p.token(4)} with a payload the broker refuses"),
+                        (behind, f"order {p.token(4)} shipped"))
+            refusing = FakeBroker(c.scenario.log, probe=PROBE, rejects=frozenset({poison}))
+            answers = []
+            for _ in range(8):  # a worker that goes on after each error, as a supervisor would restart it
+                try:
+                    answers.append(publish(c, refusing, max_attempts=3))
+                except BrokerRejected:
+                    answers.append("rejected")
+            return answers
+
+        answers = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
+        snap = look([s])[0]
+    tried = snap.publishes_of(poison)
+    got = still_there(snap.row(behind), f"outbox row {behind}")
+    expect(tried <= 3, f"the poison row was sent to the broker {tried} times with max_attempts=3",
+           "Stop picking a row once it has used max_attempts attempts.")
+    expect(got["status"] == "sent" and snap.messages_for(behind) == 1,
+           f"after eight runs the row behind the poison row is {got['status']!r} with "
+           f"{snap.messages_for(behind)} messages: the first row held up every row behind it")
+    left = still_there(snap.row(poison), f"outbox row {poison}")
+    expect(left["status"] not in ("sent", "pending"), f"the poison row ended {left['status']!r}: "
+           "it was never published, and nothing says it was set aside")
+    expect(answers[-1] is None, f"the last run answered {answers[-1]!r}, not None: a row is still being picked")
+    return (f"the poison row was tried {tried} times and ended {left['status']!r}; the row behind it was "
+            "published once")
 
 
 # --- exercise 2: the retried grant ---------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from lucy_runtime.errors import InvalidField
 from lucy_runtime.practice import (
     Answered, CaseReceipt, CaseRefused, FakeBroker, FakeCaseService, FakeSeatService, NoAnswer, NotInAnExperiment,
-    SeatScript, add_message, buggy_publish_one, case_key, create_tables, from_fresh_process, open_case, read_messages,
+    SeatScript, add_message, buggy_publish_one, case_digest, case_key, create_tables, from_fresh_process, open_case, read_messages,
     read_publish_keys, read_seats, run_until_killed, send_case, stop_here,
 )
 from lucy_runtime.store import Store
@@ -76,11 +76,13 @@ def test_the_seat_service_names_a_bad_field(tmp_path):
 
 def test_the_case_service_commits_one_action_per_key_and_refuses_another_proposal(tmp_path):
     service = FakeCaseService(tmp_path / "cases.sqlite3")
+    mark = case_digest("replace pump P-7")
     first = service.submit("calder:C01", "replace pump P-7")
-    assert first == CaseReceipt("calder:C01", "rcpt-1")
-    assert service.submit("calder:C01", "replace pump P-7") == CaseReceipt("calder:C01", "rcpt-1", replayed=True)
+    assert first == CaseReceipt("calder:C01", "rcpt-1", digest=mark)
+    assert service.submit("calder:C01", "replace pump P-7") == CaseReceipt("calder:C01", "rcpt-1", True, mark)
     assert isinstance(service.submit("calder:C01", "replace two pumps"), CaseRefused)
-    assert service.lookup("calder:C01") == CaseReceipt("calder:C01", "rcpt-1", replayed=True)
+    assert service.lookup("calder:C01") == CaseReceipt("calder:C01", "rcpt-1", replayed=True, digest=mark)
+    assert mark != case_digest("replace two pumps")
     assert service.lookup("calder:C02") is None
     assert len(service.actions()) == 1
     assert [r.verb for r in service.requests()] == ["submit", "submit", "submit", "lookup", "lookup"]

@@ -113,10 +113,29 @@ PRACTICE_CASES: tuple[Case, ...] = (
     ),
     _case(
         "practice-reconcile-from-ledger", UNIT,
-        [Edit("recover_cases", "        receipt = service.lookup(key)\n", "        receipt = None\n")],
+        [Edit("recover_cases", "        answer = service.lookup(key)\n", "        answer = None\n")],
         "recover_cases resends every stranded row without asking the service: a second request for work it had done.",
         ["practice-recover-from-receipt"],
         "The ledger says what you meant to do; only the service knows what it did. Ask it first.",
+    ),
+    _case(
+        "practice-recover-trusts-any-receipt", UNIT,
+        [Edit("recover_cases", "        if answer is not None and answer.digest != case_digest(row[\"proposal\"]):\n",
+              "        if False:\n")],
+        "recover_cases stores whatever receipt the service holds under the key, without comparing the proposal's "
+        "digest: another proposal's action is recorded as this case's.",
+        ["practice-recover-from-receipt"],
+        "A key says where to look; the digest says whether what you found is yours.",
+    ),
+    _case(
+        "practice-recover-drops-refusal", UNIT,
+        [Edit("recover_cases", "                tx.execute(\"UPDATE ledger SET intent = 'refused', note = ? \"\n"
+                               "                           \"WHERE case_id = ? AND intent = 'sent' AND receipt IS NULL\", "
+                               "(answer.reason, row[\"case_id\"]))\n", "")],
+        "recover_cases skips a refused case without a word: the ledger still says 'sent', and nobody learns that "
+        "the service refused it.",
+        ["practice-recover-from-receipt"],
+        "A refusal is an outcome too: record it where a person will see it.",
     ),
     _case(
         "practice-trust-the-ledger", UNIT,

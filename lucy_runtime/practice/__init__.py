@@ -9,6 +9,7 @@ SQLite file the learner's code never writes (as ``transport.FakeService`` does):
 """
 
 from .broker import Ack, Broker, FakeBroker, Message, read_messages, read_publish_keys
+from .case_service import digest as case_digest
 from .case_service import (CaseAction, CaseReceipt, CaseRefused, CaseRequest, CaseService, FakeCaseService,
                            read_actions, read_case_requests)
 from ..errors import BrokerRejected
@@ -20,6 +21,6 @@ from .workers import add_message, buggy_publish_one, case_key, create_tables, op
 __all__ = ["Ack", "Answered", "Broker", "BrokerRejected", "CaseAction", "CaseReceipt", "CaseRefused", "CaseRequest", "CaseService",
            "FakeBroker", "FakeCaseService", "FakeSeatService", "GrantResult", "Message", "NoAnswer",
            "NotInAnExperiment", "Post", "Seat", "SeatEvent", "SeatOutcome", "SeatScript", "SeatService", "add_message",
-           "buggy_publish_one", "case_key", "create_tables", "from_fresh_process", "open_case", "read_actions",
+           "buggy_publish_one", "case_digest", "case_key", "create_tables", "from_fresh_process", "open_case", "read_actions",
            "read_case_requests", "read_messages", "read_posts", "read_publish_keys", "read_seats", "run_until_killed",
            "send_case", "stop_here"]

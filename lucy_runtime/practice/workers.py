@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS ledger (
     tenant   TEXT NOT NULL,
     proposal TEXT NOT NULL,
     intent   TEXT NOT NULL DEFAULT 'new',
-    receipt  TEXT
+    receipt  TEXT,
+    note     TEXT
 );
 """
 

@@ -406,20 +406,24 @@ def practice_grant_backoff(h: Harness) -> str:
 @row("practice-recover-from-receipt", unit=UNIT, topic="recover",
      covers="Exercise 3: after the worker dies between sending and recording, recovery takes the receipt from the "
             "service by the case's key, sends only what the service lacks, and never a duplicate request",
-     hint="For each 'sent' row without a receipt: service.lookup(case_key(tenant, case_id)). Record a receipt as "
-          "it is; submit once, with the same key, only when the look-up finds nothing.")
+     hint="For each 'sent' row without a receipt: service.lookup(case_key(tenant, case_id)). Store a receipt whose "
+          "digest is case_digest(your proposal); submit once, with the same key, only when the look-up finds "
+          "nothing; record a refusal (intent 'refused', the reason in note) instead of skipping it.")
 def practice_recover_from_receipt(h: Harness) -> str:
     with practice(h) as p:
         s = p.scenario("recover")
         tenant = f"t{p.token(4)}"
-        committed, lost, done, fresh = (f"C{p.rng.randint(100, 999)}{p.token(3)}" for _ in range(4))
-        keys = {case: case_key(tenant, case) for case in (committed, lost, done, fresh)}
+        committed, lost, done, fresh, clash = (f"C{p.rng.randint(100, 999)}{p.token(3)}" for _ in range(5))
+        keys = {case: case_key(tenant, case) for case in (committed, lost, done, fresh, clash)}
 
         def setup(c: Ctx):
             create_tables(c.store)
-            for case in (committed, lost, done, fresh):
+            for case in (committed, lost, done, fresh, clash):
                 open_case(c.store, tenant, case, f"replace pump P-{p.token(3)} for {case}")
             send_case(c.store, FakeCaseService(c.scenario.log), done)
+            # another proposal already holds the clash's key at the service: its own send is refused, unrecorded
+            FakeCaseService(c.scenario.log).submit(keys[clash], f"replace valve V-{p.token(3)} for {clash}")
+            send_case(c.store, FakeCaseService(c.scenario.log), clash)
 
         ok(s.run(setup), "preparing the ledger")
         ok(s.run(lambda c: send_case(c.store, case_service(c), committed), plan=KillAt(1, kinds=("accepted",))),
@@ -438,14 +442,23 @@ def practice_recover_from_receipt(h: Harness) -> str:
                "never from the ledger or a value you make up.")
         expect(snap.submits(keys[case]) == 1, f"when {what}, the service received {snap.submits(keys[case])} submit "
                "requests for the case, not 1", "Ask the service first: submit only when lookup finds nothing.")
-    expect(len(snap.actions) == 3 and len(receipts) == 3, f"the service holds {len(snap.actions)} actions for 3 sent cases")
+    expect(len(snap.actions) == 4 and len(receipts) == 4,
+           f"the service holds {len(snap.actions)} actions for 3 sent cases and one other proposal")
+    refused = still_there(snap.case(clash), f"ledger case {clash}")
+    expect(refused["receipt"] is None, f"a case whose key holds another proposal at the service got receipt "
+           f"{refused['receipt']!r}: that action is not this case's",
+           "Compare the receipt's digest with case_digest(the row's proposal) before you store it.")
+    expect(refused["intent"] != "sent", f"a case the service refused still says {refused['intent']!r}: "
+           "nothing records the refusal", "Record a refusal in the ledger (intent 'refused', the reason in note) "
+           "so a person sees it and the next run leaves it alone.")
     expect(still_there(snap.case(done), f"ledger case {done}")["receipt"] == receipts[keys[done]]
            and snap.submits(keys[done]) == 1,
            "recovery touched a case that already had its receipt")
     expect(still_there(snap.case(fresh), f"ledger case {fresh}")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
            "recovery sent a case whose worker never recorded an intent")
     expect((first, second) == (2, 0), f"recover_cases answered {first} and then {second}; 2 rows needed it, then none")
-    return "both stranded cases carry the service's own receipt; one submit request per case, none twice"
+    return ("both stranded cases carry the service's own receipt; one submit request per case, none twice; the "
+            "case whose key holds another proposal is recorded as refused")
 
 
 @row("practice-recover-sweep", unit=UNIT, topic="recover",

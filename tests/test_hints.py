@@ -76,3 +76,19 @@ def test_second_generation_with_a_missing_guard_says_guard_not_try_except(refere
     assert not result.passed
     assert "state = 'done'" in result.hint or "guard" in result.hint.lower(), result.hint
     assert "except" not in result.hint, result.hint
+
+
+def test_practice_observations_name_rows_by_their_role_not_by_the_checkers_made_up_ids(reference_cells):
+    """The learner's own table says m1; a made-up id such as m-x7o2od in a message points at nothing they can see."""
+    import re
+
+    from lucy_runtime.educator.practice_cases import PRACTICE_CASES
+
+    practice = [(n, s) for n, s in reference_cells if n.startswith("ch07_practice:")]
+    status_first = next(c for c in PRACTICE_CASES if c.name == "practice-status-before-publish")
+    edited = [(n, e.apply(s) if n == f"ch07_practice:{e.cell}" else s) for n, s in practice for e in status_first.edits]
+    results = run_rows(SourceLearner(edited), [ROWS["practice-in-flight-resume"], ROWS["practice-publish-sweep"],
+                                                ROWS["practice-kill-window"]], seed=29).results
+    assert [r.passed for r in results] == [False, False, True]
+    for result in results:
+        assert not re.search(r"\bm-[a-z0-9]{4,}\b", result.observation), result.observation

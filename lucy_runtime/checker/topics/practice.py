@@ -99,10 +99,15 @@ def case_service(c: Ctx) -> FakeCaseService:
 
 
 def practice_sweep(p: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
-                   judge: Callable[[PracticeSnapshot, str], None], after: Callable[[Ctx], Any]) -> list[str]:
+                   judge: Callable[[PracticeSnapshot, str], None], after: Callable[[Ctx], Any],
+                   roles: dict[str, str] | None = None) -> list[str]:
     """Crash ``call`` before each of its points in turn; run ``after`` in a new process; judge the files
-    (``kit.crash_states``: runs that learner code cannot tell apart, in an order it cannot know)."""
+    (``kit.crash_states``: runs that learner code cannot tell apart, in an order it cannot know).
+
+    ``roles`` names the checker's made-up ids by their role ("the first outbox row") in what the row says."""
     points, states = crash_states(p, name, setup, call, after=after)
+    for made_up, role in (roles or {}).items():
+        points = [point.replace(made_up, role) for point in points]
     expect(any(pt.startswith(("write", "send")) for pt in points),
            f"{name} wrote nothing through the store and sent nothing, so it cannot have done its job")
     for state in states:
@@ -150,10 +155,11 @@ def practice_kill_window(h: Harness) -> str:
         expect(added is not None, "the process stopped before an ordinary commit that came before the status write",
                "Stop only after the transaction that changed the outbox's status, not at the first commit you see.")
         expect(stranded is not None and stranded["status"] == "sent",
-               f"a fresh process finds {first} {stranded and stranded['status']!r}: the process stopped before the "
+               f"a fresh process finds the first outbox row {stranded and stranded['status']!r}: the process stopped "
+               "before the "
                "status write committed, so nothing was stranded")
         expect(snap.messages_for(first) == 0, "the broker already holds the row: the process stopped after publish")
-    return f"a fresh process found {first} 'sent' and the broker empty: the row is stranded"
+    return "a fresh process found the first outbox row 'sent' and the broker empty: the row is stranded"
 
 
 @row("practice-in-flight-resume", unit=UNIT, topic="in-flight",
@@ -191,7 +197,7 @@ def practice_in_flight_resume(h: Harness) -> str:
                "on its way", "Mark the row with a state of its own (for example 'publishing') and commit it "
                "before you call the broker.")
     for snap, row_id, answer, (_, when) in zip(resumed, row_ids, answers, moments):
-        got, messages = still_there(snap.row(row_id), f"outbox row {row_id}"), snap.messages_for(row_id)
+        got, messages = still_there(snap.row(row_id), "the outbox row"), snap.messages_for(row_id)
         expect(got["status"] == "sent" and messages == 1,
                f"stopped {when}, then run again, the row is {got['status']!r} and the broker holds {messages} "
                "messages for it, not 'sent' and 1",
@@ -211,14 +217,16 @@ def practice_publish_sweep(h: Harness) -> str:
         rows = [(f"m-{p.token()}", f"order {p.token(4)} shipped") for _ in range(2)]
 
         def judge(snap: PracticeSnapshot, where: str) -> None:
-            for row_id, _ in rows:
+            for (row_id, _), which in zip(rows, ("first", "second")):
                 got, messages = snap.row(row_id), snap.messages_for(row_id)
-                expect(messages <= 1, f"{where}, the broker holds {messages} messages for {row_id}")
+                expect(messages <= 1, f"{where}, the broker holds {messages} messages for the {which} outbox row")
                 expect(got is not None and got["status"] == "sent" and messages == 1,
-                       f"{where}, {row_id} is {got and got['status']!r} with {messages} messages, not sent once")
+                       f"{where}, the {which} outbox row is {got and got['status']!r} with {messages} messages, "
+                       "not sent once")
 
         points = practice_sweep(p, "publish", lambda c: outbox_with(c, *rows), lambda c, _: publish(c, broker(c)),
-                                judge, after=lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(3)])
+                                judge, after=lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(3)],
+                                roles={rows[0][0]: "the first row", rows[1][0]: "the second row"})
     return f"{len(points)} crash points in publish_one: every row ended sent, with exactly one message"
 
 
@@ -248,13 +256,13 @@ def practice_publish_no_head_of_line(h: Harness) -> str:
         answers = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
         snap = look([s])[0]
     tried = snap.publishes_of(poison)
-    got = still_there(snap.row(behind), f"outbox row {behind}")
+    got = still_there(snap.row(behind), "the outbox row behind the poison row")
     expect(tried <= 3, f"the poison row was sent to the broker {tried} times with max_attempts=3",
            "Stop picking a row once it has used max_attempts attempts.")
     expect(got["status"] == "sent" and snap.messages_for(behind) == 1,
            f"after eight runs the row behind the poison row is {got['status']!r} with "
            f"{snap.messages_for(behind)} messages: the first row held up every row behind it")
-    left = still_there(snap.row(poison), f"outbox row {poison}")
+    left = still_there(snap.row(poison), "the poison row")
     expect(left["status"] not in ("sent", "pending"), f"the poison row ended {left['status']!r}: "
            "it was never published, and nothing says it was set aside")
     expect(answers[-1] is None, f"the last run answered {answers[-1]!r}, not None: a row is still being picked")
@@ -444,17 +452,17 @@ def practice_recover_from_receipt(h: Harness) -> str:
                "requests for the case, not 1", "Ask the service first: submit only when lookup finds nothing.")
     expect(len(snap.actions) == 4 and len(receipts) == 4,
            f"the service holds {len(snap.actions)} actions for 3 sent cases and one other proposal")
-    refused = still_there(snap.case(clash), f"ledger case {clash}")
+    refused = still_there(snap.case(clash), "the case whose key holds another proposal")
     expect(refused["receipt"] is None, f"a case whose key holds another proposal at the service got receipt "
            f"{refused['receipt']!r}: that action is not this case's",
            "Compare the receipt's digest with case_digest(the row's proposal) before you store it.")
     expect(refused["intent"] != "sent", f"a case the service refused still says {refused['intent']!r}: "
            "nothing records the refusal", "Record a refusal in the ledger (intent 'refused', the reason in note) "
            "so a person sees it and the next run leaves it alone.")
-    expect(still_there(snap.case(done), f"ledger case {done}")["receipt"] == receipts[keys[done]]
+    expect(still_there(snap.case(done), "the case that already had its receipt")["receipt"] == receipts[keys[done]]
            and snap.submits(keys[done]) == 1,
            "recovery touched a case that already had its receipt")
-    expect(still_there(snap.case(fresh), f"ledger case {fresh}")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
+    expect(still_there(snap.case(fresh), "the case whose worker never sent it")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
            "recovery sent a case whose worker never recorded an intent")
     expect((first, second) == (2, 0), f"recover_cases answered {first} and then {second}; 2 rows needed it, then none")
     return ("both stranded cases carry the service's own receipt; one submit request per case, none twice; the "
@@ -482,12 +490,14 @@ def practice_recover_sweep(h: Harness) -> str:
         def judge(snap: PracticeSnapshot, where: str) -> None:
             receipts = {a["key"]: a["receipt_id"] for a in snap.actions}
             expect(len(snap.actions) == 2, f"{where}, the service holds {len(snap.actions)} actions for 2 cases")
-            for case in (committed, lost):
-                key, got = case_key(tenant, case), still_there(snap.case(case), f"ledger case {case}")
+            for case, which in ((committed, "the case the service had committed"), (lost, "the case it never got")):
+                key, got = case_key(tenant, case), still_there(snap.case(case), which)
                 expect(got["receipt"] == receipts.get(key),
-                       f"{where}, case {case} holds receipt {got['receipt']!r}, the service {receipts.get(key)!r}")
-                expect(snap.submits(key) == 1, f"{where}, the service received {snap.submits(key)} submits for {case}")
+                       f"{where}, {which} holds receipt {got['receipt']!r}, the service {receipts.get(key)!r}")
+                expect(snap.submits(key) == 1, f"{where}, the service received {snap.submits(key)} submits for {which}")
 
         points = practice_sweep(p, "recover", setup, lambda c, _: recover(c, case_service(c)), judge,
-                                after=lambda c: recover(c, case_service(c)))
+                                after=lambda c: recover(c, case_service(c)),
+                                roles={case_key(tenant, committed): "the committed case's key",
+                                       case_key(tenant, lost): "the lost case's key"})
     return f"{len(points)} crash points in recover_cases: one action and the service's receipt for each case"

@@ -21,6 +21,8 @@ The tree:
   + UnitANotFound: Unit B cannot find the learner's Unit A (also ``FileNotFoundError``)
   + ExperimentFailed: a notebook experiment's process failed (also ``RuntimeError``)
   + NotInAnExperiment: the practice notebook's ``stop_here()`` called outside a supervised process
+  + BrokerRejected: the practice broker refuses a message it can never take (a poison payload)
+  + TablesNotFound: a store file holds no table with the work or report columns (also ``LookupError``)
   + CheckerError: the checker could not get or accept an answer from learner code
     - MissingFunction: a row needs a function nobody defined (also ``NameError``)
     - ContractBroken: a learner function returned what its contract does not name
@@ -169,6 +171,14 @@ class ExperimentFailed(LucyError, RuntimeError):
 
 class NotInAnExperiment(LucyError):
     """stop_here() was called outside a supervised process."""
+
+
+class BrokerRejected(LucyError):
+    """The practice broker refuses a message it will never take: a poison payload, every time it is published."""
+
+
+class TablesNotFound(LucyError, LookupError):
+    """A store file holds no table with the columns of the work or report table."""
 
 
 class CheckerError(LucyError):

@@ -31,3 +31,64 @@ def test_hint_names_an_unfinished_finish_not_a_refusal_when_broken_finish_stands
     assert not result.passed and "not done" in result.observation
     assert "finish must mark the work done" in result.hint and "refusal" not in result.hint.lower()
     assert result_of(SourceLearner(reference_cells), "refused-leaves-no-trace").passed
+
+
+def with_edit(cells, cell: str, edit: Edit, unit: str = "ch07_unit_a"):
+    return [(n, edit.apply(s) if n == f"{unit}:{cell}" else s) for n, s in cells]
+
+
+def unit_a(cells):
+    return [(n, s) for n, s in cells if n.startswith("ch07_unit_a:")]
+
+
+def test_a_bare_pass_finish_gets_hints_that_point_at_finish(reference_cells):
+    bare = with_edit(unit_a(reference_cells), "finish", Edit("finish", None, "pass"))
+    for row_id in ("refused-leaves-no-trace", "report-to-admitted-session"):
+        result = result_of(SourceLearner(bare), row_id)
+        assert not result.passed, row_id
+        assert "finish" in result.hint, (row_id, result.hint)
+        assert "Decide refusal" not in result.hint and "never from the loop's result" not in result.hint, result.hint
+
+
+def test_nothing_stored_does_not_get_the_session_id_hint(reference_cells):
+    nothing = with_edit(unit_a(reference_cells), "finish",
+                        Edit("finish", None, "return Report(f\"r-{assignment.work_id}-1\", assignment.work_id, 1, "
+                                             "assignment.session_id, result.text)"))
+    result = result_of(SourceLearner(nothing), "report-to-admitted-session")
+    assert not result.passed and "session_id from the stored work row" not in result.hint, result.hint
+    assert "stor" in result.hint.lower() and "report" in result.hint.lower()
+
+
+def test_a_claim_with_an_sql_typo_does_not_get_the_capacity_hint(reference_cells):
+    typo = with_edit(unit_a(reference_cells), "claim", Edit("claim", "WHERE state = 'pending' ORDER BY work_id",
+                                                             "WHER state = 'pending' ORDER BY work_id"))
+    result = result_of(SourceLearner(typo), "capacity-bounded")
+    assert not result.passed
+    assert "capacity" not in result.hint.lower() or "claim" in result.hint.lower(), result.hint
+    assert "SQL" in result.hint or "syntax" in result.hint.lower() or "claim raised" in result.hint, result.hint
+
+
+def test_second_generation_with_a_missing_guard_says_guard_not_try_except(reference_cells):
+    b = [(n, s) for n, s in reference_cells if not n.startswith("ch07_practice")]
+    unguarded = with_edit(b, "requeue", Edit("requeue", "\"WHERE work_id = ? AND state = 'done'\",",
+                                             "\"WHERE work_id = ?\","), unit="ch07_unit_b")
+    result = result_of(SourceLearner(unguarded), "second-generation")
+    assert not result.passed
+    assert "state = 'done'" in result.hint or "guard" in result.hint.lower(), result.hint
+    assert "except" not in result.hint, result.hint
+
+
+def test_practice_observations_name_rows_by_their_role_not_by_the_checkers_made_up_ids(reference_cells):
+    """The learner's own table says m1; a made-up id such as m-x7o2od in a message points at nothing they can see."""
+    import re
+
+    from lucy_runtime.educator.practice_cases import PRACTICE_CASES
+
+    practice = [(n, s) for n, s in reference_cells if n.startswith("ch07_practice:")]
+    status_first = next(c for c in PRACTICE_CASES if c.name == "practice-status-before-publish")
+    edited = [(n, e.apply(s) if n == f"ch07_practice:{e.cell}" else s) for n, s in practice for e in status_first.edits]
+    results = run_rows(SourceLearner(edited), [ROWS["practice-in-flight-resume"], ROWS["practice-publish-sweep"],
+                                                ROWS["practice-kill-window"]], seed=29).results
+    assert [r.passed for r in results] == [False, False, True]
+    for result in results:
+        assert not re.search(r"\bm-[a-z0-9]{4,}\b", result.observation), result.observation

@@ -23,7 +23,7 @@ def practice_cells() -> list[tuple[str, str]]:
 def test_every_practice_row_holds_on_the_reference_alone(checker, practice_cells):
     report = checker.run_rows(learner_with(practice_cells), PRACTICE_ROWS, seed=23)
     assert {r.row_id: r.observation for r in report.results if not r.passed} == {}
-    assert len(PRACTICE_ROWS) == 8 and report.crash_points > 0
+    assert len(PRACTICE_ROWS) == 9 and report.crash_points > 0
 
 
 def test_every_practice_row_is_expected_to_catch_a_named_practice_case():
@@ -77,8 +77,8 @@ def test_check_selects_the_practice_rows_by_unit_and_by_topic():
 def test_the_practice_rubric_names_every_practice_row_and_each_red_flag_of_the_review():
     rubric = (REPO / "chapters" / "ch07" / "practice-rubric.md").read_text(encoding="utf-8")
     assert [r.id for r in PRACTICE_ROWS if f"`{r.id}`" not in rubric] == []
-    flags = ["per-attempt key", "check-then-act", "swallowed compensation", "no jitter", "minimum throughput",
-             "unaudited refusal", "exactly-once claim"]
+    flags = ["compensated after a timeout", "per-attempt key", "`in-flight` never cleared", "check-then-act",
+             "swallowed compensation", "no jitter", "exactly-once claim"]
     assert [flag for flag in flags if flag not in rubric] == []
 
 
@@ -87,8 +87,8 @@ def test_a_publish_that_deletes_its_sent_row_fails_in_flight_resume_as_its_own_m
     from lucy_runtime.educator.cases import Case, Edit
 
     deletes = Case("practice-delete-when-sent", "ch07_practice",
-                   (Edit("publish_one", "tx.execute(\"UPDATE outbox SET status = 'sent' WHERE row_id = ?\"",
-                         "tx.execute(\"DELETE FROM outbox WHERE row_id = ?\""),), "", (), "")
+                   (Edit("publish_one", "tx.execute(\"UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'publishing'\"",
+                         "tx.execute(\"DELETE FROM outbox WHERE row_id = ? AND status = 'publishing'\""),), "", (), "")
     (result,) = checker.run_rows(learner_with(practice_cells, deletes), [ROWS["practice-in-flight-resume"]],
                                  seed=37).results
     assert not result.passed

@@ -9,7 +9,7 @@ import pytest
 from lucy_runtime.errors import InvalidField
 from lucy_runtime.practice import (
     Answered, CaseReceipt, CaseRefused, FakeBroker, FakeCaseService, FakeSeatService, NoAnswer, NotInAnExperiment,
-    SeatScript, add_message, buggy_publish_one, case_key, create_tables, from_fresh_process, open_case, read_messages,
+    SeatScript, add_message, buggy_publish_one, case_digest, case_key, create_tables, from_fresh_process, open_case, read_messages,
     read_publish_keys, read_seats, run_until_killed, send_case, stop_here,
 )
 from lucy_runtime.store import Store
@@ -34,11 +34,13 @@ def test_the_broker_reports_send_before_and_accepted_after_it_commits(tmp_path):
     assert seen == [("send", 0), ("accepted", 1)]
 
 
-def test_the_seat_service_grants_once_per_key_and_answers_409_to_a_replay(tmp_path):
-    service = FakeSeatService(tmp_path / "seats.sqlite3")
+def test_the_seat_service_grants_once_per_key_as_the_idempotency_key_draft_says(tmp_path):
+    """A finished key's retry gets the stored response; 409 is a first request still in progress; 422 a reused key."""
+    service = FakeSeatService(tmp_path / "seats.sqlite3", script=[SeatScript.OK, SeatScript.IN_PROGRESS])
     first = service.post_grant("ws-1", "u-1", idempotency_key="req-1")
     assert first == Answered(201, "seat-1")
-    assert service.post_grant("ws-1", "u-1", idempotency_key="req-1") == Answered(409, "seat-1")
+    assert service.post_grant("ws-1", "u-1", idempotency_key="req-1") == Answered(409)
+    assert service.post_grant("ws-1", "u-1", idempotency_key="req-1") == Answered(201, "seat-1")
     assert service.post_grant("ws-1", "u-2", idempotency_key="req-1") == Answered(422)
     assert len(read_seats(tmp_path / "seats.sqlite3")) == 1
 
@@ -74,11 +76,13 @@ def test_the_seat_service_names_a_bad_field(tmp_path):
 
 def test_the_case_service_commits_one_action_per_key_and_refuses_another_proposal(tmp_path):
     service = FakeCaseService(tmp_path / "cases.sqlite3")
+    mark = case_digest("replace pump P-7")
     first = service.submit("calder:C01", "replace pump P-7")
-    assert first == CaseReceipt("calder:C01", "rcpt-1")
-    assert service.submit("calder:C01", "replace pump P-7") == CaseReceipt("calder:C01", "rcpt-1", replayed=True)
+    assert first == CaseReceipt("calder:C01", "rcpt-1", digest=mark)
+    assert service.submit("calder:C01", "replace pump P-7") == CaseReceipt("calder:C01", "rcpt-1", True, mark)
     assert isinstance(service.submit("calder:C01", "replace two pumps"), CaseRefused)
-    assert service.lookup("calder:C01") == CaseReceipt("calder:C01", "rcpt-1", replayed=True)
+    assert service.lookup("calder:C01") == CaseReceipt("calder:C01", "rcpt-1", replayed=True, digest=mark)
+    assert mark != case_digest("replace two pumps")
     assert service.lookup("calder:C02") is None
     assert len(service.actions()) == 1
     assert [r.verb for r in service.requests()] == ["submit", "submit", "submit", "lookup", "lookup"]

@@ -11,6 +11,8 @@ The rows themselves live in ``checker/topics/``, one module per topic; importing
 
 from __future__ import annotations
 
+import re
+
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
@@ -87,6 +89,17 @@ CONTRACT_BREAKS = {
 """Hints for the harness's ``ContractBroken`` and ``ReturnedNothing``, by type name."""
 
 
+SQL_MISTAKE = re.compile(r"syntax error|no such (table|column)|incomplete input|unrecognized token|has no column")
+"""SQLite's words for a statement it could not run: the mistake is in the SQL, not in what the row checks."""
+
+
+def sql_hint(error) -> str:
+    where = f" ({error.where})" if error.where else ""
+    return (f"SQLite could not run one of your statements{where}: {error.message}. That is a mistake in the SQL "
+            "itself (a typo, or a table or column your schema does not have), not in what this row checks: "
+            "fix the statement, run the cell, then check again.")
+
+
 def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Harness | None = None) -> Any:
     """The child's answer, or a Fail that says in plain words how it ended instead."""
     if expect == "crashed" and harness is not None:
@@ -112,6 +125,8 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         if limit:
             raise Fail(f"{what}: your code raised {error.describe()}: it reached {limit}",
                        LIMIT_HINT)
+        if error.type_name == "OperationalError" and SQL_MISTAKE.search(error.message):
+            raise Fail(f"{what}: your code raised {error.describe()}", sql_hint(error))
         raise Fail(f"{what}: your code raised {error.describe()}")
     if result.status == "timeout":
         raise Fail(f"{what}: it did not finish in time and was stopped",

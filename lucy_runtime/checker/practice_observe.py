@@ -32,6 +32,10 @@ class PracticeSnapshot:
         row = self.row(row_id)
         return sum(1 for m in self.messages if m["key"] == row_id or (row is not None and m["body"] == row["payload"]))
 
+    def publishes_of(self, key: str) -> int:
+        """How often the broker was asked to publish under ``key`` (refused and replayed publishes included)."""
+        return self.publishes.count(key)
+
     def case(self, case_id: str) -> dict | None:
         return next((r for r in self.ledger if r["case_id"] == case_id), None)
 

@@ -28,14 +28,24 @@ PRACTICE_CASES: tuple[Case, ...] = (
     ),
     _case(
         "practice-409-is-a-failure", UNIT,
-        [Edit("grant_seat", "answer.status in (201, 409)", "answer.status == 201")],
-        "grant_seat refuses on 409, although 409 says the seat was granted earlier under this key.",
-        ["practice-grant-at-most-once"],
-        "A replayed key's 409 is the answer the lost 201 would have been.",
+        [Edit("grant_seat", "answer.status not in (409, 429, 503)", "answer.status not in (429, 503)")],
+        "grant_seat refuses on 409, although 409 says the first request with this key is still being processed.",
+        ["practice-grant-error-classes"],
+        "A 409 for your own key is \"not yet\": come back later with the same key, as after a 429.",
+    ),
+    _case(
+        "practice-409-is-the-same-seat", UNIT,
+        [Edit("grant_seat", "elif answer.status == 201:", "elif answer.status in (201, 409):"),
+         Edit("grant_seat", "answer.status not in (409, 429, 503)", "answer.status not in (429, 503)")],
+        "grant_seat takes a 409 for a seat granted earlier, and answers GRANTED with no seat while the first "
+        "request is still being processed.",
+        ["practice-grant-error-classes"],
+        "In the Idempotency-Key draft a finished retry gets the stored 201; a 409 says the first request is not "
+        "finished yet.",
     ),
     _case(
         "practice-retry-everything", UNIT,
-        [Edit("grant_seat", "elif answer.status not in (429, 503):", "elif False:")],
+        [Edit("grant_seat", "elif answer.status not in (409, 429, 503):", "elif False:")],
         "grant_seat retries 400 and 403 as if they were temporary.",
         ["practice-grant-error-classes"],
         "A request that can never work only gets slower with retries: tell the error classes apart.",
@@ -71,6 +81,15 @@ PRACTICE_CASES: tuple[Case, ...] = (
         "Record what you know when you know it: 'sent' needs the broker's answer.",
     ),
     _case(
+        "practice-publish-no-cap", UNIT,
+        [Edit("publish_one", "        tx.execute(\"UPDATE outbox SET status = 'failed' WHERE status = 'publishing' "
+                             "AND attempts >= ?\",\n                   (max_attempts,))\n", "")],
+        "publish_one always takes the oldest unsent row, with no attempt cap: a payload the broker refuses every "
+        "time is picked again on every run, and every row behind it waits (a head-of-line block).",
+        ["practice-publish-no-head-of-line"],
+        "A retry needs a budget and a place to end: a dead letter a person can see, not the front of the queue.",
+    ),
+    _case(
         "practice-publish-per-attempt-key", UNIT,
         [Edit("publish_one", "broker.publish(row[\"row_id\"], row[\"payload\"])",
               "broker.publish(f\"{row['row_id']}-{__import__('uuid').uuid4().hex[:8]}\", row[\"payload\"])")],
@@ -94,10 +113,29 @@ PRACTICE_CASES: tuple[Case, ...] = (
     ),
     _case(
         "practice-reconcile-from-ledger", UNIT,
-        [Edit("recover_cases", "        receipt = service.lookup(key)\n", "        receipt = None\n")],
+        [Edit("recover_cases", "        answer = service.lookup(key)\n", "        answer = None\n")],
         "recover_cases resends every stranded row without asking the service: a second request for work it had done.",
         ["practice-recover-from-receipt"],
         "The ledger says what you meant to do; only the service knows what it did. Ask it first.",
+    ),
+    _case(
+        "practice-recover-trusts-any-receipt", UNIT,
+        [Edit("recover_cases", "        if answer is not None and answer.digest != case_digest(row[\"proposal\"]):\n",
+              "        if False:\n")],
+        "recover_cases stores whatever receipt the service holds under the key, without comparing the proposal's "
+        "digest: another proposal's action is recorded as this case's.",
+        ["practice-recover-from-receipt"],
+        "A key says where to look; the digest says whether what you found is yours.",
+    ),
+    _case(
+        "practice-recover-drops-refusal", UNIT,
+        [Edit("recover_cases", "                tx.execute(\"UPDATE ledger SET intent = 'refused', note = ? \"\n"
+                               "                           \"WHERE case_id = ? AND intent = 'sent' AND receipt IS NULL\", "
+                               "(answer.reason, row[\"case_id\"]))\n", "")],
+        "recover_cases skips a refused case without a word: the ledger still says 'sent', and nobody learns that "
+        "the service refused it.",
+        ["practice-recover-from-receipt"],
+        "A refusal is an outcome too: record it where a person will see it.",
     ),
     _case(
         "practice-trust-the-ledger", UNIT,
@@ -114,7 +152,8 @@ PRACTICE_CASES: tuple[Case, ...] = (
 _PUBLISH_RETURNING = '''with store.transaction() as tx:
     row = tx.execute(
         "UPDATE outbox SET status = 'in_flight', attempts = attempts + 1 WHERE row_id = "
-        "(SELECT row_id FROM outbox WHERE status != 'sent' ORDER BY rowid LIMIT 1) RETURNING row_id, payload"
+        "(SELECT row_id FROM outbox WHERE status IN ('pending', 'in_flight') AND attempts < ? ORDER BY rowid LIMIT 1) "
+        "RETURNING row_id, payload", (max_attempts,)
     ).fetchone()
 if row is None:
     return None
@@ -123,7 +162,7 @@ with store.transaction() as tx:
     tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'in_flight'", (row[0],))
 return ack'''
 
-_GRANT_EQUAL_JITTER = '''retry_later, done = {429, 503}, {201, 409}
+_GRANT_EQUAL_JITTER = '''retry_later, done = {409, 429, 503}, {201}
 heard_nothing = False
 for attempt in range(max_attempts):
     if attempt:
@@ -139,7 +178,7 @@ return GrantResult(SeatOutcome.UNKNOWN if heard_nothing else SeatOutcome.EXHAUST
 
 PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-update-returning", UNIT, (Edit("publish_one", None, _PUBLISH_RETURNING),),
-         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'.", (), ""),
+         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'; a row out of attempts is no longer picked.", (), ""),
     Case("practice-grant-equal-jitter", UNIT, (Edit("grant_seat", None, _GRANT_EQUAL_JITTER),),
          "The request id itself as the key, pauses before each retry with 'equal jitter', status classes as sets.",
          (), ""),

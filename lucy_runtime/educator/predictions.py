@@ -248,3 +248,131 @@ KEYS: dict[str, Key] = {key.block: key for key in (
     Key("55-75 loop and report", _calls_shown, _calls_said),
 )}
 """The prompts a short rule can read. Add one here when a prompt's answer is a count or a short list."""
+
+
+# --- predictions come before their answers ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Page:
+    """One page a learner reads, as the cells (or, for a Markdown chapter, the sections) it shows in order."""
+
+    name: str
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Place:
+    page: int  # the page's index on the learner's path
+    cell: int
+
+    def before(self, other: "Place") -> bool:
+        return (self.page, self.cell) < (other.page, other.cell)
+
+
+@dataclass(frozen=True)
+class Spoiler:
+    """A prediction whose answer a learner can read before the prediction is asked."""
+
+    block: str
+    asked: str  # page and cell of the prompt
+    shown: str  # page and cell of the first text that shows the answer
+    text: str  # what that text says
+
+
+REVEALS: dict[str, tuple[str, ...]] = {
+    # Each prediction, by its block, and what shows its answer: patterns (regular expressions,
+    # case-insensitive) over what the learner reads, cell by cell: prose, code, and a check whose
+    # output answers it. A new prompt gets its patterns here; the test fails while one is missing.
+    "0-10 restart": (r"Nothing survived", r"found after the restart: 0"),
+    "10-25 schema": (r"still there for the next process", r"The row came back"),
+    "25-40 admission": (r"the same occurrence again: store nothing", r"same id, different content: something",
+                     r"\|\s*DUPLICATE\s*\|"),
+    "40-55 limits and claim": (r"the third claim (finds|returns|hands out) nothing",),
+    "55-75 loop and report": (r"the model was called once", r"second call (returns|returned|hands back) None"),
+    "75-85 reopen": (r"a fresh process finds `?done`? work and (one|a) `?pending`? report",),
+    "85-90 dead worker": (r"refused with `?\"?session limit",),
+    "0-10 lost answer": (r"Request 1 never will be", r"request 2 was\s+admitted"),
+    "10-25 your finish": (r"request 2 was refused",),
+    "25-45 rollback": (r"\| rollback case \| still `running`",),
+    "45-60 lost reply": (r"reply lost\*\*, then \*\*Deliver one\*\*: the report stays UNKNOWN",
+                         r"Never resending an\s+UNKNOWN"),
+    "45-60 poison": (r"check\(\"delivery\"\)", r"r-3-1 left on the third call"),
+    "60-75 transfer": (r"model calls: 2\b",),
+    "75-85 break": (r"The rows failed because the checker",),
+    "further: keys": (r"r-1-1 was accepted once",),
+    "further: reconcile": (r"reconcile confirmed: 1",),
+    "further: generations": (r"worker_id = 'worker-1' AND generation = 1`, finds work 1 running\s+under worker-2",),
+    "0-10 kill window": (r"The bug:", r"m1 says `sent` and the broker holds nothing"),
+    "10-35 resume": (r"publishing --> publishing: crash, then the next run",),
+    "35-55 grants": (r"answer lost once[^\n]{0,40}granted",),
+    "55-75 crash": (r"\| C01 \| calder \| replace pump P-7 \| sent \| \(null\) \|",),
+    "55-75 recover": (r"recovered: 1 \| actions at the service: 1",),
+}
+
+_SOLUTION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS).*?### END (SOLUTION|HIDDEN TESTS)", re.S)
+
+
+def notebook_page(notebook: Path) -> Page:
+    """What a learner reads in a unit notebook: every cell, without solutions or hidden tests."""
+    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    shown = []
+    for cell in cells:
+        source = cell.get("source", "")
+        text = _SOLUTION.sub("", "".join(source) if isinstance(source, list) else str(source))
+        shown.append(text + "".join(_printed_source(name) for name in _GETSOURCE.findall(text)))
+    return Page(notebook.stem, tuple(shown))
+
+
+_GETSOURCE = re.compile(r"inspect\.getsource\((\w+)\)")
+
+
+def _printed_source(name: str) -> str:
+    """What ``print(inspect.getsource(name))`` shows, for a function the practice notebook imports."""
+    import inspect  # noqa: PLC0415 - only the prediction-order check prints supplied code
+
+    from .. import practice  # noqa: PLC0415
+
+    found = getattr(practice, name, None)
+    return "\n" + inspect.getsource(found) if callable(found) else ""
+
+
+def chapter_page(markdown: Path) -> Page:
+    """A chapter page in Markdown, cut at its headings."""
+    return Page(markdown.stem, tuple(re.split(r"\n(?=#{2,3} )", markdown.read_text(encoding="utf-8"))))
+
+
+def asked_at(path: tuple[Page, ...]) -> dict[str, Place]:
+    """Where each prediction is asked: the cell with ``evidence.predict(block, …)``."""
+    found: dict[str, Place] = {}
+    for p, page in enumerate(path):
+        for c, text in enumerate(page.cells):
+            for match in PREDICT_CALL.finditer(text):
+                found.setdefault(match.group("block"), Place(p, c))
+    return found
+
+
+def first_shown(path: tuple[Page, ...], patterns: tuple[str, ...]) -> tuple[Place, str] | None:
+    for p, page in enumerate(path):
+        for c, text in enumerate(page.cells):
+            for pattern in patterns:
+                match = re.search(pattern, text, re.I)
+                if match:
+                    return Place(p, c), match.group(0)
+    return None
+
+
+def spoilers(path: tuple[Page, ...], reveals: dict[str, tuple[str, ...]] = REVEALS) -> list[Spoiler]:
+    """Every prediction on ``path`` whose answer shows before it is asked (on its page or an earlier one).
+
+    A prompt with no entry in ``reveals`` is a spoiler of its own kind: nobody said what answers it."""
+    found = []
+    for block, asked in asked_at(path).items():
+        where = f"{path[asked.page].name} cell {asked.cell}"
+        if block not in reveals:
+            found.append(Spoiler(block, where, "(no entry in REVEALS)", "say what shows this prediction's answer"))
+            continue
+        shown = first_shown(path, reveals[block])
+        if shown is not None and shown[0].before(asked):
+            place, text = shown
+            found.append(Spoiler(block, where, f"{path[place.page].name} cell {place.cell}", text))
+    return found

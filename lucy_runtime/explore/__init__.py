@@ -8,7 +8,7 @@ One module per job: ``views`` (the tables), ``restart`` (the restart experiment)
 
 from .evidence import Evidence
 from .restart import after_restart
-from .views import show, tables, tables_html
+from .views import show, table_names, tables, tables_html
 from .widget import Explorer
 
-__all__ = ["Evidence", "Explorer", "after_restart", "show", "tables", "tables_html"]
+__all__ = ["Evidence", "Explorer", "after_restart", "show", "table_names", "tables", "tables_html"]

@@ -51,13 +51,16 @@ class Evidence:
         self._save()
         print(f"[{block}] evidence saved to {self.path.name}: {', '.join(observations)}")
 
-    def compare(self, block: str) -> str:
+    def compare(self, block: str) -> None:
+        """Print the prediction beside what the experiment showed. It returns nothing, so a notebook
+        cell that ends with it shows the text once (a returned string would be shown again, as a repr)."""
+        print(self.comparison(block))
+
+    def comparison(self, block: str) -> str:
         entry = self.records.get(block, {})
         prediction = entry.get("prediction", "(no prediction saved)")
         observed = json.dumps(entry.get("observations", {}), ensure_ascii=False, indent=1)[:1500]
-        text = f"You predicted:\n  {prediction}\nThe experiment showed:\n  {observed}"
-        print(text)
-        return text
+        return f"You predicted:\n  {prediction}\nThe experiment showed:\n  {observed}"
 
     def _save(self) -> None:
         payload = {"unit": self.unit, "blocks": self.records}

@@ -8,7 +8,21 @@ import os
 import pandas as pd
 
 from ..observer import snapshot
+from ..errors import TablesNotFound
 from ..store import Store
+
+
+def table_names(store: Store | str | os.PathLike) -> dict[str, str]:
+    """The names of the learner's work and report tables, found as the observer finds them (by their
+    columns), so supplied code works whatever the learner called them."""
+    path = store.path if isinstance(store, Store) else os.fspath(store)
+    found = snapshot(path)
+    names = dict(found["tables"])
+    missing = [what for what in ("work", "report") if what not in names]
+    if missing:
+        raise TablesNotFound(f"no {' or '.join(missing)} table in {os.path.basename(path)}: "
+                             + "; ".join(found["problems"] or ["run create_schema first"]))
+    return names
 
 
 def tables(store: Store | str | os.PathLike, service_log: str | os.PathLike | None = None) -> dict:

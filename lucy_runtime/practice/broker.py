@@ -1,8 +1,15 @@
 """Exercise 1's message broker: ``publish(key, body)`` that ignores a key it has seen.
 
-The broker is an idempotent producer: a second publish with a key it already holds
-appends nothing and answers with the first message's offset. That is what makes a
-resumed publish safe, as long as the key names the outbox row and not the attempt.
+The broker deduplicates by key: a second publish with a key it already holds appends
+nothing and answers with the first message's offset. That makes the consumer of the
+outbox's rows an **idempotent consumer** (each row's key is acted on once), which is
+what makes a resumed publish safe, as long as the key names the outbox row and not
+the attempt. (Kafka's "idempotent producer" is another thing: it deduplicates one
+producer session's retries by sequence number, and a restarted process is a new
+session, so it would not absorb the resumed publish this exercise is about.)
+
+``rejects`` names keys whose messages the broker refuses every time (a poison
+payload): ``publish`` raises ``BrokerRejected`` for them and stores nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import BrokerRejected
 from ..fields import require_id, require_str
 from .service_log import Probe, ServiceLog, no_probe, read_rows
 
@@ -42,9 +50,10 @@ class Broker(Protocol):
 class FakeBroker:
     """A broker whose message list and request log live in a SQLite file of its own."""
 
-    def __init__(self, log_path: str | os.PathLike[str], *, probe: Probe = no_probe):
+    def __init__(self, log_path: str | os.PathLike[str], *, probe: Probe = no_probe, rejects: frozenset[str] = frozenset()):
         self._log = ServiceLog(log_path, _SCHEMA)
         self._probe = probe
+        self._rejects = frozenset(rejects)
 
     @property
     def log_path(self) -> str:
@@ -56,6 +65,9 @@ class FakeBroker:
         self._probe("send", f"publish {key}")
         with self._log.transaction() as conn:
             conn.execute("INSERT INTO request (key, body) VALUES (?, ?)", (key, body))
+        if key in self._rejects:
+            raise BrokerRejected(f"the broker refuses message {key!r}: it will never take this payload")
+        with self._log.transaction() as conn:
             known = conn.execute("SELECT offset FROM message WHERE key = ?", (key,)).fetchone()
             if known is not None:
                 ack = Ack(key, known[0], replayed=True)

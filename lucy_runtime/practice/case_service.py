@@ -4,7 +4,9 @@ The key is ``tenant:case``; the service also keeps a digest of the proposal it
 accepted. The same key with the same proposal answers the original receipt and does
 nothing new; the same key with another proposal is refused and never executed.
 ``lookup(key)`` is the reconciliation question: what, if anything, did you commit
-under this key? Every submit and every look-up is recorded in the service's own file.
+under this key? Its receipt carries the digest of the proposal the service committed
+(``digest(proposal)``), so a client can tell its own action from another one under
+the same key. Every submit and every look-up is recorded in the service's own file.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class CaseReceipt:
     key: str
     receipt_id: str
     replayed: bool = False
+    digest: str = ""  # the digest of the proposal the service committed under this key
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,12 @@ class FakeCaseService:
             if known is not None:
                 if known[1] != mark:
                     return CaseRefused(key, "this key was used for another proposal; nothing was done")
-                answer = CaseReceipt(key, known[0], replayed=True)
+                answer = CaseReceipt(key, known[0], replayed=True, digest=mark)
             else:
                 receipt_id = f"rcpt-{conn.execute('SELECT COUNT(*) FROM action').fetchone()[0] + 1}"
                 conn.execute("INSERT INTO action (receipt_id, key, digest, proposal) VALUES (?, ?, ?, ?)",
                              (receipt_id, key, mark, proposal))
-                answer = CaseReceipt(key, receipt_id)
+                answer = CaseReceipt(key, receipt_id, digest=mark)
         self._probe("accepted", f"service committed {key}")
         return answer
 
@@ -99,8 +102,8 @@ class FakeCaseService:
         require_id("key", key)
         with self._log.transaction() as conn:
             conn.execute("INSERT INTO request (verb, key) VALUES ('lookup', ?)", (key,))
-            known = conn.execute("SELECT receipt_id FROM action WHERE key = ?", (key,)).fetchone()
-        return CaseReceipt(key, known[0], replayed=True) if known else None
+            known = conn.execute("SELECT receipt_id, digest FROM action WHERE key = ?", (key,)).fetchone()
+        return CaseReceipt(key, known[0], replayed=True, digest=known[1]) if known else None
 
     def actions(self) -> list[CaseAction]:
         return read_actions(self._log.path)

@@ -7,12 +7,16 @@ behaviour of the next posts in order (posts past its end succeed):
 * ``COMMIT_THEN_TIMEOUT``: grant the seat, then the answer is lost (the client sees a timeout);
 * ``RESET``: the connection resets before the service reads the request (nothing granted);
 * ``THROTTLED`` 429, ``UNAVAILABLE`` 503: come back later (nothing granted);
+* ``IN_PROGRESS`` 409: a request with this key is still being processed (nothing granted
+  by this post; the client comes back later with the same key);
 * ``BAD_REQUEST`` 400, ``FORBIDDEN`` 403: never going to work.
 
-With an idempotency key the service grants at most one seat per key: a replay of a
-known key with the same body answers 409 with the original seat's id; a known key
-with another body answers 422 and grants nothing. Without a key every granted post
-is a new seat. The seats and every post are recorded in a SQLite file of the
+With an idempotency key the service grants at most one seat per key, as the IETF
+Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header) describes: a retry
+of a key whose first request has finished gets the stored response (201 with the
+original seat's id); 409 means the first request is still being processed; a known
+key with another payload answers 422 and grants nothing. Without a key every granted
+post is a new seat. The seats and every post are recorded in a SQLite file of the
 service's own.
 """
 
@@ -33,6 +37,7 @@ class SeatScript(Enum):
     COMMIT_THEN_TIMEOUT = "commit-then-timeout"
     RESET = "reset"
     THROTTLED = "429"
+    IN_PROGRESS = "409"
     UNAVAILABLE = "503"
     BAD_REQUEST = "400"
     FORBIDDEN = "403"
@@ -68,7 +73,7 @@ class SeatService(Protocol):
 
 
 class SeatOutcome(Enum):
-    GRANTED = "granted"  # the service confirmed a seat (201, or 409 for a replayed key)
+    GRANTED = "granted"  # the service confirmed a seat (201, first or stored for a retried key)
     REFUSED = "refused"  # a permanent 4xx: retrying cannot help
     UNKNOWN = "unknown"  # gave up while a post was unanswered: a seat may exist
     EXHAUSTED = "exhausted"  # gave up after 429/503 answers only: no seat was granted
@@ -107,8 +112,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS script (seq INTEGER PRIMARY KEY, behaviour TEXT NOT NULL)",
 )
 
-_STATUS = {SeatScript.THROTTLED: 429, SeatScript.UNAVAILABLE: 503, SeatScript.BAD_REQUEST: 400,
-           SeatScript.FORBIDDEN: 403}
+_STATUS = {SeatScript.THROTTLED: 429, SeatScript.UNAVAILABLE: 503, SeatScript.IN_PROGRESS: 409,
+           SeatScript.BAD_REQUEST: 400, SeatScript.FORBIDDEN: 403}
 
 
 class FakeSeatService:
@@ -164,7 +169,7 @@ class FakeSeatService:
                                  (key,)).fetchone()
             if known is not None:
                 same = (known[1], known[2]) == (workspace_id, user_id)
-                return Answered(409, known[0]) if same else Answered(422)
+                return Answered(201, known[0]) if same else Answered(422)  # the stored response, or key misuse
         seat_id = f"seat-{conn.execute('SELECT COUNT(*) FROM seat').fetchone()[0] + 1}"
         conn.execute("INSERT INTO seat (seat_id, workspace_id, user_id, idempotency_key) VALUES (?, ?, ?, ?)",
                      (seat_id, workspace_id, user_id, key))

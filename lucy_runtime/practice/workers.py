@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS ledger (
     tenant   TEXT NOT NULL,
     proposal TEXT NOT NULL,
     intent   TEXT NOT NULL DEFAULT 'new',
-    receipt  TEXT
+    receipt  TEXT,
+    note     TEXT
 );
 """
 
@@ -41,7 +42,7 @@ def add_message(store: Store, row_id: str, payload: str) -> None:
 
 
 def buggy_publish_one(store: Store, broker: Broker) -> Ack | None:
-    """Publish the oldest pending outbox row. The bug: it says 'sent' before the broker has it."""
+    """Publish the oldest pending outbox row."""
     with store.transaction() as tx:
         row = tx.execute("SELECT row_id, payload FROM outbox WHERE status = 'pending' ORDER BY rowid LIMIT 1").fetchone()
         if row is None:

@@ -89,7 +89,7 @@ def running_crash_visible(h: Harness) -> str:
     return "the dead worker's request stayed 'running', unreported, and was not run again"
 
 
-@row("finish-rollback", unit="B", topic="repair", runs_unit_a=("finish",),
+@row("finish-rollback", unit="B", topic="repair",
      covers="Step 7: a failure inside finish rolls back both halves and propagates the error; without one both commit",
      hint="Let the error leave the `with queue.store.transaction()` block: the store rolls back and re-raises. "
           "Do not catch it inside finish.")

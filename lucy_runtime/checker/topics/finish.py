@@ -53,7 +53,9 @@ def report_to_admitted_session(h: Harness) -> str:
     snap = seen(s.observe())
     work = snap.work_for(source)
     stored = snap.reports_for(work[0]["work_id"]) if work else []
-    expect(len(stored) == 1, f"{len(stored)} reports stored for the request, not 1")
+    expect(len(stored) == 1, f"{len(stored)} reports stored for the request, not 1",
+           "finish must store the report (in the same transaction that marks the work done) and return it; "
+           "only then can the checker see where it is addressed.")
     expect(stored[0]["session_id"] == session, f"the report is addressed to {stored[0]['session_id']!r}; "
            f"the request was admitted from {session!r}")
     expect(report is not None and report["session_id"] == session, "the returned Report names another session")

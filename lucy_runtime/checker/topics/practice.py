@@ -11,6 +11,7 @@ import random
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from ...errors import BrokerRejected
 from ...practice import (Ack, FakeBroker, FakeCaseService, FakeSeatService, GrantResult, SeatEvent, SeatOutcome,
                          SeatScript, add_message, buggy_publish_one, case_key, create_tables, open_case, send_case)
 from ...engine.child import PROBE
@@ -58,8 +59,8 @@ def look(scenarios: list, logs: list | None = None, *, tables: bool = True) -> l
 # --- calls into learner code, in the child: plain values back, or a contract break --------------
 
 
-def publish(c: Ctx, broker: FakeBroker) -> str | None:
-    value = c.fn("publish_one")(c.store, broker)
+def publish(c: Ctx, broker: FakeBroker, **settings: Any) -> str | None:
+    value = c.fn("publish_one")(c.store, broker, **settings)
     if value is not None and not isinstance(value, Ack):
         raise broken(value, f"publish_one returned {value!r}; it should return the broker's Ack, or None when "
                             "nothing is left to publish")
@@ -98,10 +99,15 @@ def case_service(c: Ctx) -> FakeCaseService:
 
 
 def practice_sweep(p: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
-                   judge: Callable[[PracticeSnapshot, str], None], after: Callable[[Ctx], Any]) -> list[str]:
+                   judge: Callable[[PracticeSnapshot, str], None], after: Callable[[Ctx], Any],
+                   roles: dict[str, str] | None = None) -> list[str]:
     """Crash ``call`` before each of its points in turn; run ``after`` in a new process; judge the files
-    (``kit.crash_states``: runs that learner code cannot tell apart, in an order it cannot know)."""
+    (``kit.crash_states``: runs that learner code cannot tell apart, in an order it cannot know).
+
+    ``roles`` names the checker's made-up ids by their role ("the first outbox row") in what the row says."""
     points, states = crash_states(p, name, setup, call, after=after)
+    for made_up, role in (roles or {}).items():
+        points = [point.replace(made_up, role) for point in points]
     expect(any(pt.startswith(("write", "send")) for pt in points),
            f"{name} wrote nothing through the store and sent nothing, so it cannot have done its job")
     for state in states:
@@ -149,10 +155,11 @@ def practice_kill_window(h: Harness) -> str:
         expect(added is not None, "the process stopped before an ordinary commit that came before the status write",
                "Stop only after the transaction that changed the outbox's status, not at the first commit you see.")
         expect(stranded is not None and stranded["status"] == "sent",
-               f"a fresh process finds {first} {stranded and stranded['status']!r}: the process stopped before the "
+               f"a fresh process finds the first outbox row {stranded and stranded['status']!r}: the process stopped "
+               "before the "
                "status write committed, so nothing was stranded")
         expect(snap.messages_for(first) == 0, "the broker already holds the row: the process stopped after publish")
-    return f"a fresh process found {first} 'sent' and the broker empty: the row is stranded"
+    return "a fresh process found the first outbox row 'sent' and the broker empty: the row is stranded"
 
 
 @row("practice-in-flight-resume", unit=UNIT, topic="in-flight",
@@ -190,7 +197,7 @@ def practice_in_flight_resume(h: Harness) -> str:
                "on its way", "Mark the row with a state of its own (for example 'publishing') and commit it "
                "before you call the broker.")
     for snap, row_id, answer, (_, when) in zip(resumed, row_ids, answers, moments):
-        got, messages = still_there(snap.row(row_id), f"outbox row {row_id}"), snap.messages_for(row_id)
+        got, messages = still_there(snap.row(row_id), "the outbox row"), snap.messages_for(row_id)
         expect(got["status"] == "sent" and messages == 1,
                f"stopped {when}, then run again, the row is {got['status']!r} and the broker holds {messages} "
                "messages for it, not 'sent' and 1",
@@ -210,15 +217,57 @@ def practice_publish_sweep(h: Harness) -> str:
         rows = [(f"m-{p.token()}", f"order {p.token(4)} shipped") for _ in range(2)]
 
         def judge(snap: PracticeSnapshot, where: str) -> None:
-            for row_id, _ in rows:
+            for (row_id, _), which in zip(rows, ("first", "second")):
                 got, messages = snap.row(row_id), snap.messages_for(row_id)
-                expect(messages <= 1, f"{where}, the broker holds {messages} messages for {row_id}")
+                expect(messages <= 1, f"{where}, the broker holds {messages} messages for the {which} outbox row")
                 expect(got is not None and got["status"] == "sent" and messages == 1,
-                       f"{where}, {row_id} is {got and got['status']!r} with {messages} messages, not sent once")
+                       f"{where}, the {which} outbox row is {got and got['status']!r} with {messages} messages, "
+                       "not sent once")
 
         points = practice_sweep(p, "publish", lambda c: outbox_with(c, *rows), lambda c, _: publish(c, broker(c)),
-                                judge, after=lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(3)])
+                                judge, after=lambda c: [publish(c, FakeBroker(c.scenario.log)) for _ in range(3)],
+                                roles={rows[0][0]: "the first row", rows[1][0]: "the second row"})
     return f"{len(points)} crash points in publish_one: every row ended sent, with exactly one message"
+
+
+@row("practice-publish-no-head-of-line", unit=UNIT, topic="in-flight",
+     covers="Exercise 1: a row the broker refuses every time (a poison payload) is tried at most max_attempts "
+            "times, then set aside where a person can see it; the rows behind it are published",
+     hint="Count each attempt when you mark the row 'publishing'. Pick only rows with fewer than max_attempts "
+          "attempts, and mark a 'publishing' row that has used them all 'failed' (a dead letter), so the oldest "
+          "row cannot hold up every row behind it.")
+def practice_publish_no_head_of_line(h: Harness) -> str:
+    with practice(h) as p:
+        s = p.scenario("head-of-line")
+        poison, behind = f"m-{p.token()}", f"m-{p.token()}"
+
+        def script(c: Ctx):
+            outbox_with(c, (poison, f"order {p.token(4)} with a payload the broker refuses"),
+                        (behind, f"order {p.token(4)} shipped"))
+            refusing = FakeBroker(c.scenario.log, probe=PROBE, rejects=frozenset({poison}))
+            answers = []
+            for _ in range(8):  # a worker that goes on after each error, as a supervisor would restart it
+                try:
+                    answers.append(publish(c, refusing, max_attempts=3))
+                except BrokerRejected:
+                    answers.append("rejected")
+            return answers
+
+        answers = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
+        snap = look([s])[0]
+    tried = snap.publishes_of(poison)
+    got = still_there(snap.row(behind), "the outbox row behind the poison row")
+    expect(tried <= 3, f"the poison row was sent to the broker {tried} times with max_attempts=3",
+           "Stop picking a row once it has used max_attempts attempts.")
+    expect(got["status"] == "sent" and snap.messages_for(behind) == 1,
+           f"after eight runs the row behind the poison row is {got['status']!r} with "
+           f"{snap.messages_for(behind)} messages: the first row held up every row behind it")
+    left = still_there(snap.row(poison), "the poison row")
+    expect(left["status"] not in ("sent", "pending"), f"the poison row ended {left['status']!r}: "
+           "it was never published, and nothing says it was set aside")
+    expect(answers[-1] is None, f"the last run answered {answers[-1]!r}, not None: a row is still being picked")
+    return (f"the poison row was tried {tried} times and ended {left['status']!r}; the row behind it was "
+            "published once")
 
 
 # --- exercise 2: the retried grant ---------------------------------------------------------------
@@ -280,23 +329,25 @@ def practice_grant_at_most_once(h: Harness) -> str:
                 expect(got["seat_id"] == seats[0]["seat_id"], f"with {_named(steps)}, grant_seat named seat "
                        f"{got['seat_id']!r}; the service holds {seats[0]['seat_id']!r}")
         expect(answer["again"]["outcome"] == "granted", f"with {_named(steps)}, the redelivered event answered "
-               f"{answer['again']['outcome']!r}: the service answers 409 with the seat for a key it knows",
-               "A 409 for your own key is the same seat, granted earlier: answer GRANTED with its seat_id.")
+               f"{answer['again']['outcome']!r}: for a key it knows, the service answers with the stored 201",
+               "A retry of a key whose first request finished gets the stored response: 201 with the same seat.")
     request_keys = [next(iter({post["key"] for post in snap.posts})) for snap in snaps]
     expect(len(set(request_keys)) == len(request_keys), "two different requests were sent with the same key")
     return f"{len(scripts)} scripted failures, each request delivered twice: one seat per request, one key each"
 
 
 @row("practice-grant-error-classes", unit=UNIT, topic="grant",
-     covers="Exercise 2: 400 and 403 stop at once, 409 is the seat granted earlier, 429 and 503 are retried, "
-            "and a timeout or reset is UNKNOWN, never a failure",
-     hint="201 and 409 are GRANTED; 429 and 503 retry; any other status is REFUSED at once; no answer counts as "
-          "unknown: retry it with the same key, and answer UNKNOWN if you give up.")
+     covers="Exercise 2: 400, 403 and 422 stop at once; 409 (the first request with this key is still being "
+            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure",
+     hint="201 is GRANTED; 409, 429 and 503 mean come back later: retry with the same key; any other status is "
+          "REFUSED at once; no answer counts as unknown: retry it with the same key, and answer UNKNOWN if you "
+          "give up.")
 def practice_grant_error_classes(h: Harness) -> str:
     cases = [
         ([SeatScript.BAD_REQUEST], "refused", 1, 0),
         ([SeatScript.FORBIDDEN], "refused", 1, 0),
         ([SeatScript.UNAVAILABLE, SeatScript.OK], "granted", 2, 1),
+        ([SeatScript.IN_PROGRESS, SeatScript.OK], "granted", 2, 1),
         ([SeatScript.THROTTLED, SeatScript.THROTTLED], "granted", 3, 1),
         ([SeatScript.THROTTLED] * 3, "exhausted", 3, 0),
         ([SeatScript.COMMIT_THEN_TIMEOUT] * 3, "unknown", 3, 1),
@@ -312,7 +363,8 @@ def practice_grant_error_classes(h: Harness) -> str:
         if outcome == "refused":
             expect(not slept, f"with {_named(steps)}, grant_seat paused {slept} before giving up on a request that "
                    "can never work")
-    return "400/403 refused at once; 429/503 retried; timeouts and resets left UNKNOWN; only throttling exhausted"
+    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts and resets left UNKNOWN; "
+            "only throttling exhausted")
 
 
 @row("practice-grant-backoff", unit=UNIT, topic="grant",
@@ -362,20 +414,24 @@ def practice_grant_backoff(h: Harness) -> str:
 @row("practice-recover-from-receipt", unit=UNIT, topic="recover",
      covers="Exercise 3: after the worker dies between sending and recording, recovery takes the receipt from the "
             "service by the case's key, sends only what the service lacks, and never a duplicate request",
-     hint="For each 'sent' row without a receipt: service.lookup(case_key(tenant, case_id)). Record a receipt as "
-          "it is; submit once, with the same key, only when the look-up finds nothing.")
+     hint="For each 'sent' row without a receipt: service.lookup(case_key(tenant, case_id)). Store a receipt whose "
+          "digest is case_digest(your proposal); submit once, with the same key, only when the look-up finds "
+          "nothing; record a refusal (intent 'refused', the reason in note) instead of skipping it.")
 def practice_recover_from_receipt(h: Harness) -> str:
     with practice(h) as p:
         s = p.scenario("recover")
         tenant = f"t{p.token(4)}"
-        committed, lost, done, fresh = (f"C{p.rng.randint(100, 999)}{p.token(3)}" for _ in range(4))
-        keys = {case: case_key(tenant, case) for case in (committed, lost, done, fresh)}
+        committed, lost, done, fresh, clash = (f"C{p.rng.randint(100, 999)}{p.token(3)}" for _ in range(5))
+        keys = {case: case_key(tenant, case) for case in (committed, lost, done, fresh, clash)}
 
         def setup(c: Ctx):
             create_tables(c.store)
-            for case in (committed, lost, done, fresh):
+            for case in (committed, lost, done, fresh, clash):
                 open_case(c.store, tenant, case, f"replace pump P-{p.token(3)} for {case}")
             send_case(c.store, FakeCaseService(c.scenario.log), done)
+            # another proposal already holds the clash's key at the service: its own send is refused, unrecorded
+            FakeCaseService(c.scenario.log).submit(keys[clash], f"replace valve V-{p.token(3)} for {clash}")
+            send_case(c.store, FakeCaseService(c.scenario.log), clash)
 
         ok(s.run(setup), "preparing the ledger")
         ok(s.run(lambda c: send_case(c.store, case_service(c), committed), plan=KillAt(1, kinds=("accepted",))),
@@ -394,14 +450,23 @@ def practice_recover_from_receipt(h: Harness) -> str:
                "never from the ledger or a value you make up.")
         expect(snap.submits(keys[case]) == 1, f"when {what}, the service received {snap.submits(keys[case])} submit "
                "requests for the case, not 1", "Ask the service first: submit only when lookup finds nothing.")
-    expect(len(snap.actions) == 3 and len(receipts) == 3, f"the service holds {len(snap.actions)} actions for 3 sent cases")
-    expect(still_there(snap.case(done), f"ledger case {done}")["receipt"] == receipts[keys[done]]
+    expect(len(snap.actions) == 4 and len(receipts) == 4,
+           f"the service holds {len(snap.actions)} actions for 3 sent cases and one other proposal")
+    refused = still_there(snap.case(clash), "the case whose key holds another proposal")
+    expect(refused["receipt"] is None, f"a case whose key holds another proposal at the service got receipt "
+           f"{refused['receipt']!r}: that action is not this case's",
+           "Compare the receipt's digest with case_digest(the row's proposal) before you store it.")
+    expect(refused["intent"] != "sent", f"a case the service refused still says {refused['intent']!r}: "
+           "nothing records the refusal", "Record a refusal in the ledger (intent 'refused', the reason in note) "
+           "so a person sees it and the next run leaves it alone.")
+    expect(still_there(snap.case(done), "the case that already had its receipt")["receipt"] == receipts[keys[done]]
            and snap.submits(keys[done]) == 1,
            "recovery touched a case that already had its receipt")
-    expect(still_there(snap.case(fresh), f"ledger case {fresh}")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
+    expect(still_there(snap.case(fresh), "the case whose worker never sent it")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
            "recovery sent a case whose worker never recorded an intent")
     expect((first, second) == (2, 0), f"recover_cases answered {first} and then {second}; 2 rows needed it, then none")
-    return "both stranded cases carry the service's own receipt; one submit request per case, none twice"
+    return ("both stranded cases carry the service's own receipt; one submit request per case, none twice; the "
+            "case whose key holds another proposal is recorded as refused")
 
 
 @row("practice-recover-sweep", unit=UNIT, topic="recover",
@@ -425,12 +490,14 @@ def practice_recover_sweep(h: Harness) -> str:
         def judge(snap: PracticeSnapshot, where: str) -> None:
             receipts = {a["key"]: a["receipt_id"] for a in snap.actions}
             expect(len(snap.actions) == 2, f"{where}, the service holds {len(snap.actions)} actions for 2 cases")
-            for case in (committed, lost):
-                key, got = case_key(tenant, case), still_there(snap.case(case), f"ledger case {case}")
+            for case, which in ((committed, "the case the service had committed"), (lost, "the case it never got")):
+                key, got = case_key(tenant, case), still_there(snap.case(case), which)
                 expect(got["receipt"] == receipts.get(key),
-                       f"{where}, case {case} holds receipt {got['receipt']!r}, the service {receipts.get(key)!r}")
-                expect(snap.submits(key) == 1, f"{where}, the service received {snap.submits(key)} submits for {case}")
+                       f"{where}, {which} holds receipt {got['receipt']!r}, the service {receipts.get(key)!r}")
+                expect(snap.submits(key) == 1, f"{where}, the service received {snap.submits(key)} submits for {which}")
 
         points = practice_sweep(p, "recover", setup, lambda c, _: recover(c, case_service(c)), judge,
-                                after=lambda c: recover(c, case_service(c)))
+                                after=lambda c: recover(c, case_service(c)),
+                                roles={case_key(tenant, committed): "the committed case's key",
+                                       case_key(tenant, lost): "the lost case's key"})
     return f"{len(points)} crash points in recover_cases: one action and the service's receipt for each case"

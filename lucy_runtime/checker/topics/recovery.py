@@ -144,7 +144,7 @@ def idempotency_key_stable(h: Harness) -> str:
            "Put the store's name in front of the report id: idempotency_key=policy.key(report_id).")
     return "every attempt for a report carried the same key, each report its own, and each store its own"
 
-@row("second-generation", unit="B", topic="generation", runs_unit_a=("finish", "work_once"),
+@row("second-generation", unit="B", topic="generation", runs_unit_a=("work_once",),
      covers="Second terminal generation legitimately creates r2 → both immutable reports remain attributable "
             "to their own generation",
      hint="requeue moves done work back to pending with generation + 1, and raises for work that is not done; "
@@ -190,19 +190,22 @@ def second_generation(h: Harness) -> str:
 
     pending, running, work_id, assignment = ok(early.run(too_early), "requeue on work that is not done yet")
     pending, running = Attempt.of(pending), Attempt.of(running)
+    row = seen(early.observe()).work_by_id(work_id)
+    kept = (row is not None and row["state"] == "running" and assignment is not None
+            and same_id(row.get("generation", assignment["generation"]), assignment["generation"]))
     for answer, state in ((pending, "pending"), (running, "running")):
         expect(answer.raised, f"requeue of {state} work returned without an error: only done work can run again",
                "requeue must raise an error for work that is not done (any exception will do). If requeue "
-               "catches it, " + SWALLOWED_HINT[0].lower() + SWALLOWED_HINT[1:])
-    row = seen(early.observe()).work_by_id(work_id)
-    expect(row is not None and row["state"] == "running" and assignment is not None
-           and same_id(row.get("generation", assignment["generation"]), assignment["generation"]),
-           f"a refused requeue changed the running work to {row}")
+               "catches it, " + SWALLOWED_HINT[0].lower() + SWALLOWED_HINT[1:] if kept else
+               f"requeue moved work that was not done (the running work is now {row}): the guard is missing. "
+               "Move it only from done (UPDATE … WHERE work_id = ? AND state = 'done'), check that the update "
+               "changed exactly one row, and raise an error when it changed none.")
+    expect(kept, f"a refused requeue changed the running work to {row}")
     return (f"{r1['report_id']} (generation {r1['generation']}) unchanged; {r2['report_id']} (generation "
             f"{r2['generation']}) new; requeue refused work that was not done ({pending.detail}, {running.detail})")
 
 
-@row("stale-finish-refused", unit="B", topic="generation", runs_unit_a=("claim", "finish"),
+@row("stale-finish-refused", unit="B", topic="generation", runs_unit_a=("claim",),
      covers="Completion binds the claim: after a requeue, the old worker's finish (its generation-1 Assignment) "
             "is refused by the fence and changes nothing; the new claim still finishes",
      hint="In your Unit A finish, move the work to done only WHERE state = 'running' AND worker_id = ? AND "

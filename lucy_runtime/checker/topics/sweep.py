@@ -13,7 +13,7 @@ from .delivery import judge_delivery
 topic("sweep", "every crash point of every call")
 
 
-@row("crash-sweep", unit="B", topic="sweep", runs_unit_a=("admit", "claim", "finish"),
+@row("crash-sweep", unit="B", topic="sweep", runs_unit_a=("admit", "claim"),
      covers="Crash sweep: kill admit, claim, finish, a second generation's finish and deliver_one at every point; "
             "nothing admitted is lost, no done work lacks its report, no issued report is rewritten, no second send",
      hint="Each call should commit its whole change in one transaction, and deliver_one should commit 'sending' "
@@ -72,7 +72,7 @@ def crash_sweep(h: Harness) -> str:
     return f"{total} crash points tried ({', '.join(f'{k} {v}' for k, v in tried.items())}); every invariant held"
 
 
-@row("model-based", unit="B", topic="sweep", runs_unit_a=("admit", "claim", "finish", "work_once"),
+@row("model-based", unit="B", topic="sweep", runs_unit_a=("admit", "claim", "work_once"),
      covers="Model-based check: random sequences of admit, work, deliver and crashes agree with a plain model",
      hint="Read the failing sequence from the bottom up: the last step is where your queue and the model disagree.")
 def model_based(h: Harness) -> str:

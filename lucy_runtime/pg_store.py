@@ -32,7 +32,7 @@ import psycopg
 from psycopg.rows import RowMaker
 
 from . import store as _store
-from .errors import StoreMisuse
+from .errors import StoreMisuse, UnknownName
 from .fields import require_str
 from .store import Migration, StatementHook, split_statements, statement_kind
 
@@ -73,7 +73,7 @@ class Row(tuple):
             try:
                 return tuple.__getitem__(self, self._names.index(key))
             except ValueError:
-                raise IndexError(f"no column named {key!r}") from None
+                raise UnknownName(f"no column named {key!r}; the row has {', '.join(self._names)}") from None
         return tuple.__getitem__(self, key)
 
     def keys(self) -> list[str]:

@@ -8,8 +8,8 @@ from lucy_runtime.educator.cases import Edit
 
 SENDING_MARK = ("        tx.execute(\n"
                 "            \"UPDATE report SET delivery = 'sending', attempts = attempts + 1 \"\n"
-                "            \"WHERE report_id = ? AND delivery = 'pending'\",\n"
-                "            (row[\"report_id\"],),\n"
+                "            \", first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = ? AND delivery = 'pending'\",\n"
+                "            (policy.now(), row[\"report_id\"]),\n"
                 "        )\n")
 
 

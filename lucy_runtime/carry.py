@@ -3,7 +3,7 @@
 Unit B never ships a second copy of ``admit``, ``claim`` or ``work_once``. It runs the ones
 the learner wrote in Unit A, read from the Unit A notebook next to it, so a repair made
 in Unit A shows up in Unit B on the next run. ``finish`` is the one the learner writes
-again in Unit B (its 25–45 repair): Unit B's cells run after Unit A's, so Unit B's rows
+again in Unit B (its 15–30 repair): Unit B's cells run after Unit A's, so Unit B's rows
 run that ``finish`` and a Unit A slip in it is graded once.
 """
 

@@ -130,3 +130,25 @@ def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
         assert {r["uid"] for r in seen} == {box.uid}
     assert reached == 0
     assert done.returncode == 0, done.stdout[-2000:]  # the trick hurts nothing the checkpoint checks
+
+
+def test_unit_b_optional_part_is_shown_but_not_required():
+    """The optional part's rows and cells are what the notebook's optional heading says, and only they are spared."""
+    import nbformat
+
+    from lucy_runtime.cells import row_of
+    from lucy_runtime.checker.results import RowResult
+    from lucy_runtime.grading.checkpoint import OPTIONAL_ROWS, CheckpointReport, required_cells, table
+    from lucy_runtime.educator.course import graded_test_cells
+
+    nb = nbformat.read(str(REPO / "source" / "ch07_unit_b" / "ch07_unit_b.ipynb"), as_version=4)
+    kept = required_cells(nb.cells)
+    assert 0 < len(kept) < len(nb.cells)
+    after = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells[len(kept):]}
+    assert {row_of(g) for g in graded_test_cells(nb) if g in after} == OPTIONAL_ROWS
+    optional_fails = CheckpointReport((RowResult("claim-one", True, "ok", "", 0.0),
+                                       RowResult("model-based", False, "no", "hint", 0.0)), 1.0)
+    assert optional_fails.ready and "Not required" in table(optional_fails)
+    core_fails = CheckpointReport((RowResult("claim-one", False, "no", "hint", 0.0),
+                                   RowResult("model-based", True, "ok", "", 0.0)), 1.0)
+    assert not core_fails.ready

@@ -178,10 +178,10 @@ def telegram_delivery(h: Harness) -> str:
                 "an apology report once policy.next_due answers None; deliver_one sends that report like any other, "
                 "and refusal must not count failed work.")
 def telegram_model_outage(h: Harness) -> str:
-    from dataclasses import replace
+    from dataclasses import replace  # noqa: PLC0415 - only this row copies the policy
 
-    from .telegram import BotApi, TelegramTransport
-    from .telegram_fake import FakeTelegram
+    from ..telegram import BotApi, TelegramTransport  # noqa: PLC0415 - httpx and the fake server load only when a checkpoint row runs
+    from ..fakes.telegram import FakeTelegram  # noqa: PLC0415 - httpx and the fake server load only when a checkpoint row runs
 
     marker = h.token(10)
     with FakeTelegram(known_chats={4411}) as api:

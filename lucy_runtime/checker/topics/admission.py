@@ -6,8 +6,8 @@ from ...engine.faults import Stop
 from ..harness import Ctx, Harness
 from ..kit import expect, ok, race, row, same_id, seen, topic
 
-topic("schema", "10–25: the work schema and one persisted request")
-topic("admission", "25–40: accepted, duplicate, conflict")
+topic("schema", "5–15: the work schema and one persisted request")
+topic("admission", "15–30: accepted, duplicate, conflict")
 
 
 @row("schema-columns", unit="A", topic="schema",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..harness import Ctx, Harness
 from ..kit import claimed, expect, ok, race, row, same_id, seen, topic
 
-topic("claim", "40–55: bounded admission and a single-worker claim")
+topic("claim", "30–55: bounded admission and a single-worker claim")
 
 
 @row("capacity-bounded", unit="A", topic="claim",

@@ -7,7 +7,7 @@ from ..harness import Ctx, Harness
 from ..observe import Snapshot
 from ..kit import crash_states, expect, never_reached, ok, row, seeded, seen, sweep, topic
 
-topic("delivery", "45–60: one send, and an honest record of it")
+topic("delivery", "B 30–65: one send, and an honest record of it")
 
 
 @row("delivery-confirmed", unit="B", topic="delivery",

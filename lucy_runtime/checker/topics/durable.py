@@ -10,9 +10,9 @@ from ..observe import Snapshot
 from ..series import Series
 from ..kit import admit_and_claim, expect, expect_raised, ok, preparation, row, seen, sweep, topic
 
-topic("durable", "75–85: what a reopened store shows")
+topic("durable", "80–85: what a reopened store shows")
 topic("crash", "85–90: a worker that dies while running")
-topic("repair", "25–45: completion rolls back and says so")
+topic("repair", "B 15–30: your finish again: it rolls back and says so")
 
 
 def finish_setup(h: Harness):

@@ -8,7 +8,7 @@ from ..attempts import Attempt, attempt
 from ..harness import Ctx, Harness
 from ..kit import admit_and_claim, expect, expect_raised, ok, row, seen, topic, whole_number
 
-topic("finish", "55–75: the loop, the result and the report")
+topic("finish", "55–80: the loop, the result and the report")
 
 
 @row("integrated-path", unit="A", topic="finish",

@@ -11,8 +11,8 @@ from ...loop import LoopResult
 from ..kit import (Fail, admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
                    whole_number)
 
-topic("recovery", "45–60: resolving UNKNOWN with the service's own record")
-topic("generation", "a second terminal generation")
+topic("recovery", "B optional part: resolving UNKNOWN with the service's own record")
+topic("generation", "B optional part: a second terminal generation")
 
 
 @row("reconcile-unknown", unit="B", topic="recovery",

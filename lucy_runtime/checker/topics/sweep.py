@@ -10,7 +10,7 @@ from ..kit import admit_and_claim, expect, finished, row, sweep, topic
 from .durable import judge_completion
 from .delivery import judge_delivery
 
-topic("sweep", "every crash point of every call")
+topic("sweep", "B optional part: every crash point of every call")
 
 
 @row("crash-sweep", unit="B", topic="sweep", runs_unit_a=("admit", "claim"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..harness import Ctx, Harness, SwappedLearner
 from ..kit import ROWS, Fail, expect, ok, row, seen, topic
 
-topic("transfer", "60–75: chat messages as occurrences")
-topic("break", "75–85: break finish on purpose")
+topic("transfer", "B 65–80: chat messages as occurrences")
+topic("break", "B 80–85: break finish on purpose")
 
 
 @row("transfer-intake", unit="B", topic="transfer", runs_unit_a=("admit", "work_once"),

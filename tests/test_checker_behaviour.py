@@ -134,7 +134,7 @@ def test_a_return_value_of_the_wrong_type_is_named(reference_cells):
 
 
 def test_a_generation_in_a_text_column_is_read_as_its_number_and_a_name_is_not(reference_cells):
-    text_columns = (Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1\n);", "    generation TEXT NOT NULL DEFAULT '1'\n);"),
+    text_columns = (Edit("schema", "    generation INTEGER NOT NULL DEFAULT 1,\n", "    generation TEXT NOT NULL DEFAULT '1',\n"),
                     Edit("schema", "    generation INTEGER NOT NULL,\n", "    generation TEXT NOT NULL,\n"))
     rows = [ROWS["report-identity"], ROWS["second-generation"]]
     stored_as_text = Case("generation-text", "ch07_unit_a", text_columns, "", (), "")

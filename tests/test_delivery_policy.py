@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lucy_runtime.delivery import DeliveryPolicy, ManualClock
-from lucy_runtime.errors import InvalidField
+from lucy_runtime.errors import InvalidField, ModelUnavailable
 from lucy_runtime.store import Store
 from lucy_runtime.transport import Behaviour, FakeService, FakeTransport, OutgoingReport, Receipt, Refused
 
@@ -35,6 +35,13 @@ def test_a_permanent_refusal_or_the_last_attempt_gives_up():
     assert policy().next_due(1, Refused("r-1-1", "403", retryable=False)) is None
     assert policy(max_attempts=3).next_due(2, BUSY) is not None
     assert policy(max_attempts=3).next_due(3, BUSY) is None
+
+
+def test_a_model_error_waits_out_the_same_schedule_under_the_same_cap():
+    p = policy(base_delay=2, max_delay=10, max_attempts=3)
+    assert p.next_due(1, ModelUnavailable()) == p.next_due(1, BUSY) == 1002.0
+    assert p.next_due(1, ModelUnavailable(retry_after=30)) == 1030.0
+    assert p.next_due(3, ModelUnavailable()) is None
 
 
 def test_a_key_names_the_store_and_the_report_and_nothing_else():

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from lucy_runtime.errors import InvalidField
+from lucy_runtime.errors import InvalidField, ModelUnavailable
 from lucy_runtime.loop import AgentLoop, LoopResult
 from lucy_runtime.model import InvocationLog, ScriptedModel
 from lucy_runtime.procedure import StockBriefProcedure
@@ -20,6 +20,23 @@ def test_the_model_is_deterministic_and_counts_each_call(tmp_path):
     assert first == second and first.model_calls == 1
     assert first.text.startswith("ACME closed at ")
     assert log.count() == 2
+
+
+def test_a_model_with_an_outage_fails_its_first_calls_and_logs_every_one(tmp_path):
+    log = InvocationLog(tmp_path / "calls.log")
+    loop = AgentLoop(ScriptedModel(log, failures=2))
+    for _ in range(2):
+        with pytest.raises(ModelUnavailable) as error:
+            loop.run("chat-1", "brief ACME 5 days")
+        assert error.value.retryable
+    assert loop.run("chat-1", "brief ACME 5 days").text.startswith("ACME closed at ")
+    assert log.count() == 3
+    down = AgentLoop(ScriptedModel(InvocationLog(tmp_path / "down.log"), failures=None))
+    for _ in range(5):
+        with pytest.raises(ModelUnavailable):
+            down.run("chat-1", "brief ACME 5 days")
+    with pytest.raises(InvalidField, match="failures"):
+        ScriptedModel(log, failures=-1)
 
 
 def test_the_brief_is_computed_from_the_bundled_prices(tmp_path):

@@ -46,6 +46,7 @@ MISCONCEPTION_OF = {
     "delivery-confirms-before-send": "An outbox gives exactly-once delivery",
     "message-not-authorized": "Deduplication proves who sent it",
     "requeue-keeps-generation": "Requeue is a retry",
+    "work-stuck-after-model-error": "Catching the model's error is handling it",
 }
 """An educator case → the educator guide's *Common misconceptions* entry behind it (where one clearly is)."""
 

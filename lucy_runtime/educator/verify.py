@@ -249,7 +249,9 @@ def hidden_marks() -> tuple[str, ...]:
 def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
     """``nbgrader generate_feedback`` and ``nbgrader export`` on every scratch course, checked against the grades."""
     def one(course: ScratchCourse):
-        html = [path for unit in course.units for path in course.feedback(unit)]
+        # A Unit B run carries Unit A into the course without grading it: nbgrader has no feedback to make there.
+        graded = [unit for unit in course.units if any((course.root / "autograded").glob(f"*/{unit}"))]
+        html = [path for unit in graded for path in course.feedback(unit)]
         return html, course.export(course.root / "grades.csv")
 
     with ThreadPoolExecutor(len(courses)) as pool:

@@ -147,7 +147,8 @@ def test_unit_b_optional_part_is_shown_but_not_required():
     after = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells[len(kept):]}
     assert {row_of(g) for g in graded_test_cells(nb) if g in after} == OPTIONAL_ROWS
     optional_fails = CheckpointReport((RowResult("claim-one", True, "ok", "", 0.0),
-                                       RowResult("model-based", False, "no", "hint", 0.0)), 1.0)
+                                       RowResult("model-based", False, "no", "hint", 0.0),
+                                       RowResult("telegram-model-outage", False, "no", "hint", 0.0)), 1.0)
     assert optional_fails.ready and "Not required" in table(optional_fails)
     core_fails = CheckpointReport((RowResult("claim-one", False, "no", "hint", 0.0),
                                    RowResult("model-based", True, "ok", "", 0.0)), 1.0)

@@ -13,7 +13,7 @@ if _bin not in os.environ.get("PATH", "").split(os.pathsep):
 
 # `generate_assignment --force` deletes release/<assignment> before it converts: a run that
 # fails puts release/ and gradebook.db back as they were (lucy_runtime/grading/unchanged_on_failure.py).
-from lucy_runtime.grading.unchanged_on_failure import guard_generate_assignment  # noqa: E402
+from lucy_runtime.grading.patches import guard_generate_assignment  # noqa: E402
 
 guard_generate_assignment()
 
@@ -30,8 +30,8 @@ from lucy_runtime.grading.gradebook import wait_for_sqlite_writers  # noqa: E402
 wait_for_sqlite_writers()
 
 # nbgrader checks each cell's metadata with jsonschema.validate, which re-checks the schema
-# itself every time: check it once per process (lucy_runtime/grading/nbgrader_main.py).
-from lucy_runtime.grading.nbgrader_main import check_metadata_schema_once  # noqa: E402
+# itself every time: check it once per process (lucy_runtime/grading/patches.py).
+from lucy_runtime.grading.patches import check_metadata_schema_once  # noqa: E402
 
 check_metadata_schema_once()
 # The jupytext Markdown pairs in source/ hold the reference solution: never release them.

@@ -130,7 +130,7 @@ def test_nbgrader_checks_the_metadata_schema_once_and_refuses_what_it_refused_be
     from nbformat.v4 import new_code_cell
     from nbgrader.nbgraderformat import MetadataValidator, ValidationError, common
 
-    from lucy_runtime.grading.nbgrader_main import SchemaCheckedOnce
+    from lucy_runtime.grading.patches import SchemaCheckedOnce
 
     good = new_code_cell("1", metadata={"nbgrader": {"grade": True, "grade_id": "row_a", "locked": True, "points": 1,
                                                      "schema_version": 3, "solution": False, "task": False}})

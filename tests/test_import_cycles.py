@@ -138,9 +138,9 @@ def test_the_layer_check_finds_a_planted_upward_import():
 def test_the_layer_check_reads_a_planted_deferred_import(tmp_path):
     planted = tmp_path / "lucy_runtime" / "transport.py"
     planted.parent.mkdir()
-    planted.write_text("def send():\n    from .checker import child\n", encoding="utf-8")
-    known = {"lucy_runtime", "lucy_runtime.checker", "lucy_runtime.checker.child"}
-    assert imports_of("lucy_runtime.transport", planted, known) == {"lucy_runtime.checker", "lucy_runtime.checker.child"}
+    planted.write_text("def send():\n    from .checker import kit\n", encoding="utf-8")
+    known = {"lucy_runtime", "lucy_runtime.checker", "lucy_runtime.checker.kit"}
+    assert imports_of("lucy_runtime.transport", planted, known) == {"lucy_runtime.checker", "lucy_runtime.checker.kit"}
 
 
 def test_no_module_imports_a_layer_above_its_own():

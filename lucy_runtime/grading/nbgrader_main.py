@@ -9,18 +9,16 @@ format checker), so with the import blocked jsonschema leaves the ``iri`` format
 and nothing else changes. ``tests/test_course_streaming.py`` holds both halves. The
 ``lucy`` command line blocks it too: it reads notebooks with nbformat and checks no IRI.
 
-The course's ``nbgrader_config.py`` also calls ``check_metadata_schema_once``: nbgrader
-checks every cell's ``nbgrader`` metadata with ``jsonschema.validate``, which checks the
-schema itself against its meta-schema on every call (60 calls a notebook).
+The course's ``nbgrader_config.py`` also calls ``patches.check_metadata_schema_once``:
+nbgrader checks every cell's ``nbgrader`` metadata with ``jsonschema.validate``, which
+checks the schema itself against its meta-schema on every call (60 calls a notebook).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any
 
 NOT_NEEDED = ("rfc3987_syntax",)
 STARTUP_FILE = "lucy_leave_out_unused_imports.pth"
@@ -46,40 +44,6 @@ def write_startup_file(site_packages: Path | None = None) -> Path:
     path = folder / STARTUP_FILE
     path.write_text(startup_line(), encoding="utf-8")
     return path
-
-
-class SchemaCheckedOnce:
-    """The ``jsonschema`` module as nbgrader's metadata check sees it: ``validate`` builds one
-    validator per schema, checks that schema once, and raises what ``jsonschema.validate`` raises."""
-
-    def __init__(self, jsonschema) -> None:
-        self._jsonschema = jsonschema
-        self._validators: dict[str, Any] = {}  # a jsonschema Validator per schema
-
-    def __getattr__(self, name: str):
-        return getattr(self._jsonschema, name)
-
-    def validate(self, instance, schema, cls=None, *args, **kwargs) -> None:
-        if cls is not None or args or kwargs:
-            self._jsonschema.validate(instance, schema, cls, *args, **kwargs)
-            return
-        key = json.dumps(schema, sort_keys=True)  # by content: nbgrader loads the schema anew per validator
-        validator = self._validators.get(key)
-        if validator is None:
-            kind = self._jsonschema.validators.validator_for(schema)
-            kind.check_schema(schema)  # a broken schema raises SchemaError here, as validate would
-            validator = self._validators[key] = kind(schema)
-        error = self._jsonschema.exceptions.best_match(validator.iter_errors(instance))
-        if error is not None:
-            raise error
-
-
-def check_metadata_schema_once() -> None:
-    """Give nbgrader's cell-metadata check (``nbgrader.nbgraderformat.common``) a SchemaCheckedOnce."""
-    from nbgrader.nbgraderformat import common  # noqa: PLC0415 - only where nbgrader runs
-
-    if not isinstance(common.jsonschema, SchemaCheckedOnce):
-        common.jsonschema = SchemaCheckedOnce(common.jsonschema)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,7 @@ from ..errors import SandboxUnavailable
 from ..engine.limits import LIMIT_HINT, Limits
 from ..checker import CheckReport, SourceLearner, run_row
 from ..checker.harness import Harness
+from .patches import share_new_temp_folders
 from .process import ORCHESTRATOR, CheckerProcess, read_answer, request_line
 from ..checker.results import RowResult
 from ..checker.rows import ROWS
@@ -101,14 +102,7 @@ def _rows_main(serve: bool = False) -> int:
             # Scenario folders are made here and written by the children (the grader user):
             # in this sandbox-only process, every new file and folder is open to them.
             os.umask(0)
-            make_temp = tempfile.mkdtemp
-
-            def shared_mkdtemp(*args, **kwargs):
-                path = make_temp(*args, **kwargs)
-                os.chmod(path, 0o777)
-                return path
-
-            tempfile.mkdtemp = shared_mkdtemp
+            share_new_temp_folders()
         # Sandboxed, a folder of this process's /tmp, open to the grader user; otherwise Harness's own (in RAM).
         drop_to = confine._drop_to
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if drop_to else None

@@ -3,14 +3,13 @@
 ``nbgrader generate_assignment --force`` deletes ``release/<assignment>`` before it
 converts, and writes the gradebook while it converts. When the conversion then fails,
 the release is gone and the gradebook half-written. ``nbgrader_config.py`` calls
-:func:`guard_generate_assignment`, so every run of that command first copies
+``patches.guard_generate_assignment``, so every run of that command first copies
 ``release/`` and ``gradebook.db`` aside and puts the copies back, byte for byte, when
 the run fails.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -63,24 +62,3 @@ def sqlite_files(db_url: str) -> list[Path]:
     return [db, *(db.with_name(db.name + suffix) for suffix in ("-journal", "-wal", "-shm"))]
 
 
-def guard_generate_assignment() -> None:
-    """Wrap nbgrader's GenerateAssignment so a failed run changes neither release/ nor the gradebook.
-
-    nbgrader picks the converter class itself (no option names it) and its pre-convert
-    hook runs after the release folder is already deleted, so the wrapper goes around
-    the converter's ``start``.
-    """
-    from nbgrader.converters import GenerateAssignment  # noqa: PLC0415 - deferred: nbgrader takes seconds to import
-
-    if getattr(GenerateAssignment.start, "keeps_course_on_failure", False):
-        return
-    start = GenerateAssignment.start
-
-    def guarded(self) -> None:
-        root = Path(self.coursedir.root or os.getcwd())
-        release = root / self.coursedir.release_directory
-        with unchanged_on_failure([release, *sqlite_files(self.coursedir.db_url)]):
-            start(self)
-
-    setattr(guarded, "keeps_course_on_failure", True)  # a mark on the function; mypy knows no such attribute
-    GenerateAssignment.start = guarded

@@ -77,7 +77,7 @@ def test_check_selects_the_practice_rows_by_unit_and_by_topic():
 def test_the_practice_rubric_names_every_practice_row_and_each_red_flag_of_the_review():
     rubric = (REPO / "chapters" / "ch07" / "practice-rubric.md").read_text(encoding="utf-8")
     assert [r.id for r in PRACTICE_ROWS if f"`{r.id}`" not in rubric] == []
-    flags = ["compensated after a timeout", "per-attempt key", "`in-flight` never cleared", "check-then-act",
+    flags = ["compensated after a timeout", "per-attempt key", "in-flight never cleared", "check-then-act",
              "swallowed compensation", "no jitter", "exactly-once claim"]
     assert [flag for flag in flags if flag not in rubric] == []
 

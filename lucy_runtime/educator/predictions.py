@@ -292,7 +292,7 @@ REVEALS: dict[str, tuple[str, ...]] = {
     "75-85 reopen": (r"a fresh process finds `?done`? work and (one|a) `?pending`? report",),
     "85-90 dead worker": (r"refused with `?\"?session limit",),
     "0-10 lost answer": (r"Request 1 never will be", r"request 2 was\s+admitted"),
-    "10-25 your finish": (r"request 2 was refused",),
+    "10-15 your finish": (r"request 2 was refused",),
     "25-45 rollback": (r"\| rollback case \| still `running`",),
     "45-60 lost reply": (r"reply lost\*\*, then \*\*Deliver one\*\*: the report stays UNKNOWN",
                          r"Never resending an\s+UNKNOWN"),

@@ -163,7 +163,7 @@ class Transaction:
         return None if row is None else int(row[0])
 
 
-class PgStore:
+class PgStore(_store.Migrating):
     """One connection to a PostgreSQL database, for one worker (a thread or a process of its own).
 
     ``url`` is a ``postgresql://`` address (``postgresql+psycopg://`` is taken too).
@@ -258,24 +258,6 @@ class PgStore:
             tx.execute(_store._VERSION_TABLE)
             row = tx.execute("SELECT version FROM lucy_schema_version WHERE component = ?", (component,)).fetchone()
         return row[0] if row else 0
-
-    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
-        """Apply ``component``'s steps that are newer than the database has; a step and its version commit together."""
-        versions = [m.version for m in migrations]
-        if versions != sorted(set(versions)):
-            raise StoreMisuse(f"migration versions must be unique and increasing, got {versions}")
-        for step in migrations:
-            if step.version <= self.schema_version(component):
-                continue
-            with self.transaction() as tx:
-                for statement in step.statements:
-                    tx.execute(statement)
-                tx.execute(
-                    "INSERT INTO lucy_schema_version (component, version) VALUES (?, ?) "
-                    "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                    (component, step.version),
-                )
-        return self.schema_version(component)
 
     def store_id(self) -> str:
         """This database's random id, created the first time it is asked for and never changed afterwards."""

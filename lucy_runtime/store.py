@@ -160,7 +160,40 @@ class StateStore(Protocol):
     def query(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any]: ...
 
 
-class Store:
+class Migrating:
+    """``migrate`` for a store that has ``schema_version`` and ``transaction``: SQLite's and PostgreSQL's alike."""
+
+    def schema_version(self, component: str) -> int:
+        raise NotImplementedError  # each store reads its own version table
+
+    def transaction(self) -> ContextManager[Any]:
+        raise NotImplementedError
+
+    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
+        """Apply ``component``'s steps that are newer than the store has; return its version.
+
+        Each component (sessions, the Telegram cursor, ...) keeps its own version, so
+        several can share one file. A step and its version bump commit together.
+        """
+        versions = [m.version for m in migrations]
+        if versions != sorted(set(versions)):
+            raise StoreMisuse(f"migration versions must be unique and increasing, got {versions}")
+        for step in migrations:
+            if step.version <= self.schema_version(component):
+                continue
+            with self.transaction() as tx:
+                for statement in step.statements:
+                    tx.execute(statement)
+                tx.execute(
+                    "INSERT INTO lucy_schema_version (component, version) VALUES (?, ?) "
+                    "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                    (component, step.version),
+                )
+        return self.schema_version(component)
+
+
+
+class Store(Migrating):
     """A SQLite file opened for one process, with WAL, a busy timeout and foreign keys on."""
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000, hook: StatementHook | None = None):
@@ -253,28 +286,6 @@ class Store:
             "SELECT version FROM lucy_schema_version WHERE component = ?", (component,)
         ).fetchone()
         return row[0] if row else 0
-
-    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
-        """Apply ``component``'s steps that are newer than the file has; return its version.
-
-        Each component (sessions, the Telegram cursor, ...) keeps its own version, so
-        several can share one file. A step and its version bump commit together.
-        """
-        versions = [m.version for m in migrations]
-        if versions != sorted(set(versions)):
-            raise StoreMisuse(f"migration versions must be unique and increasing, got {versions}")
-        for step in migrations:
-            if step.version <= self.schema_version(component):
-                continue
-            with self.transaction() as tx:
-                for statement in step.statements:
-                    tx.execute(statement)
-                tx.execute(
-                    "INSERT INTO lucy_schema_version (component, version) VALUES (?, ?) "
-                    "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                    (component, step.version),
-                )
-        return self.schema_version(component)
 
     def store_id(self) -> str:
         """This file's random id, created the first time it is asked for and never changed afterwards."""

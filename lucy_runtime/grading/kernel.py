@@ -2,7 +2,9 @@
 
 nbgrader's ``Execute`` passes ``kernel_manager_class=AsyncKernelManager`` to nbclient as
 a keyword, which wins over ``c.Execute.kernel_manager_class`` in the config; so the
-course configures ``SandboxedExecute`` in place of ``Execute``.
+course configures ``SandboxedExecute`` in place of ``Execute``. Its kernel manager,
+``SandboxedKernelManager``, has every kernel it starts launched by the course's kernel
+provisioner (``provisioner.py``), jupyter_client's public hook for a kernel's process.
 
 The kernel runs with no network (its own namespace), so it talks to nbgrader over Unix
 sockets (jupyter_client's ``ipc`` transport) in a folder bound into the sandbox. It runs

@@ -447,7 +447,8 @@ def test_a_sandboxed_kernel_can_be_interrupted_and_takes_its_processes_with_it(t
     async def run():
         printed: list[str] = []
         async with grading_kernel(folder) as (km, kc):
-            scratch = km._lucy_scratch
+            assert km.sandbox_provisioner is not None  # jupyter_client started it through the course's provisioner
+            scratch = km.sandbox_provisioner.scratch
             reply = await kc.execute_interactive(
                 "import os, subprocess\n"
                 f"child = subprocess.Popen(['sleep', '{sleeper}'], start_new_session=True)\n"
@@ -487,12 +488,38 @@ def test_an_unsandboxed_grading_kernel_keeps_the_notebook_s_temporary_files_in_a
         async with grading_kernel(tmp_path) as (km, kc):
             await kc.execute_interactive("import tempfile\nprint(tempfile.mkdtemp(prefix='ch07-unit-a-'))", timeout=30,
                                          output_hook=lambda m: printed.append(m["content"].get("text", "")))
-            return km._lucy_scratch
+            return km.sandbox_provisioner.scratch
 
     scratch = asyncio.run(run())
     workspace = Path("".join(printed).strip())
     assert workspace.parent == scratch and scratch.parent == tmp_path
     assert not scratch.exists() and list(tmp_path.glob("ch07-*")) == []
+
+
+def test_the_grading_kernel_s_provisioner_is_registered_under_the_name_the_manager_selects():
+    """jupyter_client finds a provisioner by its entry point: pyproject.toml registers it, and the
+    environment has to be installed from that pyproject (pip install -e .) for a kernel to start."""
+    from importlib.metadata import entry_points
+
+    from lucy_runtime.grading.provisioner import PROVISIONER_NAME, SandboxProvisioner
+
+    found = entry_points(group="jupyter_client.kernel_provisioners", name=PROVISIONER_NAME)
+    assert [entry.load() for entry in found] == [SandboxProvisioner], \
+        "reinstall the course package (pip install -e .) so the environment sees pyproject.toml's entry point"
+
+
+def test_without_its_provisioner_registered_the_grading_kernel_does_not_start_and_says_why(monkeypatch):
+    """Never a kernel started unsandboxed by jupyter_client's own provisioner instead."""
+    import asyncio
+
+    from lucy_runtime.errors import SandboxUnavailable
+    from lucy_runtime.grading import kernel
+
+    monkeypatch.setattr(kernel, "entry_points", lambda **selection: ())
+    km = kernel.SandboxedKernelManager(kernel_name="python3")
+    with pytest.raises(SandboxUnavailable, match="pip install -e"):
+        asyncio.run(km.start_kernel())
+    assert km.provisioner is None and not km.has_kernel
 
 
 # --- the network, with a service that hands out the answer --------------------------------------

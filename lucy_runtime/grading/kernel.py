@@ -2,7 +2,9 @@
 
 nbgrader's ``Execute`` passes ``kernel_manager_class=AsyncKernelManager`` to nbclient as
 a keyword, which wins over ``c.Execute.kernel_manager_class`` in the config; so the
-course configures ``SandboxedExecute`` in place of ``Execute``.
+course configures ``SandboxedExecute`` in place of ``Execute``. Its kernel manager,
+``SandboxedKernelManager``, has every kernel it starts launched by the course's kernel
+provisioner (``provisioner.py``), jupyter_client's public hook for a kernel's process.
 
 The kernel runs with no network (its own namespace), so it talks to nbgrader over Unix
 sockets (jupyter_client's ``ipc`` transport) in a folder bound into the sandbox. It runs
@@ -15,21 +17,18 @@ in nbgrader's log (``Limit reached: ...``); the sealed verdict then grades as al
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import subprocess
-import tempfile
 import time
-from pathlib import Path
+from importlib.metadata import entry_points
 
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import KernelProvisionerFactory
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
 from ..engine import limits as _limits
-from . import sandbox
-from ..checker import SEALED_ENV
+from ..errors import SandboxUnavailable
+from .provisioner import PROVISIONER_NAME, SandboxProvisioner
 
 STOPPED_LOG = "Submission stopped: %s"
 """How nbgrader's log names what stopped a submission's kernel (``lucy autograde`` reports these lines)."""
@@ -37,71 +36,24 @@ KERNEL_DIED = "its kernel died"
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """Starts the kernel inside the grading sandbox; everything it started dies with it."""
+    """jupyter_client's kernel manager, its kernel started by the grading sandbox's provisioner
+    (``provisioner.SandboxProvisioner``) whatever the kernel spec names."""
 
-    _lucy_scratch = None
-    _lucy_group = None
+    async def start_kernel(self, **kw) -> None:  # type: ignore[override]  # jupyter_client types it as sync
+        spec = self.kernel_spec
+        if spec is not None and self.provisioner is None:
+            if not entry_points(group=KernelProvisionerFactory.GROUP_NAME, name=PROVISIONER_NAME):
+                raise SandboxUnavailable(
+                    f"the grading kernel's provisioner {PROVISIONER_NAME!r} is not registered in this Python "
+                    f"environment ({KernelProvisionerFactory.GROUP_NAME} entry points): install the course "
+                    f"package into it (pip install -e .)")
+            spec.metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME, "config": {}}
+        await super().start_kernel(**kw)
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.lucy_limits = _limits.GradingLimits(parent=self).limits()
-        self.lucy_breaches: list[str] = []
-        self._lucy_sockets: Path | None = None
-        box = sandbox.detect()
-        if box.isolated:
-            self._lucy_sockets = sandbox.socket_folder(box)
-            self.transport = "ipc"
-            self.ip = str(self._lucy_sockets / "kernel")
-
-    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
-        self._drop_scratch()  # a restart: the kernel that used it is gone
-        box = sandbox.detect()
-        if not box.isolated:
-            sandbox._warn_once(box, self.log)
-            # Even unsandboxed, the sealed verdict decides: the kernel's grade() need not run the rows too.
-            # The notebook's workspace goes in a temporary folder of its own, deleted with the kernel
-            # (sandboxed, /tmp is a tmpfs that goes with it).
-            self._lucy_scratch = Path(tempfile.mkdtemp(prefix="lucy-kernel-"))
-            kw["env"] = {**(kw.get("env") or os.environ), SEALED_ENV: "sealed", "TMPDIR": str(self._lucy_scratch)}
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
-        self._lucy_group, limits = sandbox.tree_cgroup(self.lucy_limits, f"kernel-{_limits.group_label(kw.get('cwd'))}",
-                                                       self.log)
-        argv, self._lucy_scratch = sandbox.kernel_launch(box, kernel_cmd, cwd=kw.get("cwd"),
-                                                         connection_file=self.connection_file,
-                                                         sockets=self._lucy_sockets, limits=limits)
-        if self._lucy_group is not None:
-            argv = self._lucy_group.wrap(argv)
-        # bwrap does not pass SIGINT on to the kernel: interrupt through the control channel instead.
-        if self.kernel_spec is not None:
-            self.kernel_spec.interrupt_mode = "message"
-        # What the kernel process writes to its own stdout and stderr goes to a file of the kernel's,
-        # bounded by the file size limit, never into nbgrader's log.
-        log = open(self._lucy_scratch / "kernel.log", "wb")
-        kw.update(cwd="/", env={"PATH": "/usr/bin:/bin"}, stdout=log, stderr=subprocess.STDOUT)
-        self.log.debug("Sandboxed kernel: %s", argv)
-        try:
-            await super()._async_launch_kernel(argv, **kw)
-        finally:
-            log.close()
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        self._close_group()
-        if not restart:
-            self._drop_scratch()
-            if self._lucy_sockets is not None:
-                shutil.rmtree(self._lucy_sockets, ignore_errors=True)
-
-    def _close_group(self) -> None:
-        if self._lucy_group is not None:
-            self.lucy_breaches += self._lucy_group.breaches(self.lucy_limits)
-            self._lucy_group.close()
-            self._lucy_group = None
-
-    def _drop_scratch(self) -> None:
-        if self._lucy_scratch is not None:
-            shutil.rmtree(self._lucy_scratch, ignore_errors=True)
-            self._lucy_scratch = None
+    @property
+    def sandbox_provisioner(self) -> SandboxProvisioner | None:
+        """The provisioner that started this manager's kernel, once it has started one."""
+        return self.provisioner if isinstance(self.provisioner, SandboxProvisioner) else None
 
 
 class SandboxedExecute(Execute):
@@ -147,8 +99,10 @@ class SandboxedExecute(Execute):
         if self._lucy_output_stopped:
             hit.append(f"the output limit ({limits.output_mb} MB)")
         for manager in self._lucy_managers:
-            manager._close_group()
-            hit += [f"the {breach} limit" for breach in manager.lucy_breaches]
+            provisioner = manager.sandbox_provisioner
+            if provisioner is not None:
+                provisioner.close_group()
+                hit += [f"the {breach} limit" for breach in provisioner.breaches]
         if hit:
             said = ", ".join(dict.fromkeys(hit))
             self.log.warning(STOPPED_LOG, said)

@@ -3,10 +3,10 @@
 Each is pinned: ``PATCHES`` names what it replaces, where, and the version of that package
 it was written against, and ``tests/test_patches.py`` fails loudly when an installed
 version differs or a replaced name is gone, so an upgrade is read, not discovered in a
-grade. The ones that must live beside the code they serve say so in ``PATCHES``: the
-sandboxed kernel's launch and clean-up (``kernel.py``, a subclass of jupyter_client's
-kernel manager) and the model-based row's cap on Hypothesis's shrinking
-(``checker/model_based.py``, below grading).
+grade. The one that must live beside the code it serves says so in ``PATCHES``: the
+model-based row's cap on Hypothesis's shrinking (``checker/model_based.py``, below
+grading). The sandboxed kernel needs no patch: it starts through jupyter_client's public
+kernel provisioner API (``provisioner.py``).
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ class Patch:
 PATCHES = (
     Patch("nbgrader", "0.9.6", "nbgrader.nbgraderformat.common.jsonschema", "patches.check_metadata_schema_once"),
     Patch("nbgrader", "0.9.6", "nbgrader.converters.GenerateAssignment.start", "patches.guard_generate_assignment"),
-    Patch("jupyter_client", "8.10.0", "jupyter_client.manager.AsyncKernelManager._async_launch_kernel", "grading/kernel.py"),
-    Patch("jupyter_client", "8.10.0", "jupyter_client.manager.AsyncKernelManager._async_cleanup_resources", "grading/kernel.py"),
     Patch("hypothesis", "6.170.17", "hypothesis.internal.conjecture.engine.MAX_SHRINKS", "checker/model_based.py"),
     Patch("hypothesis", "6.170.17", "hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS", "checker/model_based.py"),
     Patch("python", "3.11", "tempfile.mkdtemp", "patches.share_new_temp_folders"),

@@ -6,7 +6,8 @@ which takes SQLite's ``?`` placeholders and ``lastrowid``. What does not carry o
 is written here, and nowhere else:
 
 * the schema: ``INTEGER PRIMARY KEY AUTOINCREMENT`` becomes an identity column, and
-  ``REAL`` a ``DOUBLE PRECISION``; a one-row table, ``admission_gate``, is added;
+  ``REAL`` a ``DOUBLE PRECISION``, SQLite's clock in a default PostgreSQL's; a one-row
+  table, ``admission_gate``, is added;
 * ``gated_refusal``: the reference ``refusal`` after ``SELECT … FOR UPDATE`` of the
   gate row, so admissions that count and then insert run one at a time (on SQLite,
   ``BEGIN IMMEDIATE`` did that for every writer);
@@ -46,7 +47,11 @@ def postgres_schema(sqlite_schema: str) -> str:
     schema = re.sub(r"INTEGER\s+PRIMARY\s+KEY\s+AUTOINCREMENT", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
                     sqlite_schema, flags=re.I)
     schema = re.sub(r"\bREAL\b", "DOUBLE PRECISION", schema)
-    assert "AUTOINCREMENT" not in schema.upper(), "a column the translation does not know"
+    # SQLite's "seconds since the epoch, now" is PostgreSQL's EXTRACT(EPOCH …).
+    schema = re.sub(r"\(\(julianday\('now'\)\s*-\s*2440587\.5\)\s*\*\s*86400\.0\)",
+                    "(EXTRACT(EPOCH FROM clock_timestamp()))", schema)
+    assert "AUTOINCREMENT" not in schema.upper() and "JULIANDAY" not in schema.upper(), \
+        "a column the translation does not know"
     return schema + GATE
 
 

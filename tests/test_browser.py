@@ -146,7 +146,8 @@ def test_a_completed_unit_runs_top_to_bottom_in_jupyterlab_and_the_explorer_rend
             diagram = page.locator(".jp-RenderedMermaid img, .jp-RenderedMermaid svg").first
             diagram.wait_for(state="attached", timeout=60_000)
             admit.click()  # the widget answers: a message appears under its buttons
-            page.wait_for_selector("text=Admission(", timeout=30_000)
+            # The widget's own message, not the prose or code that also names an Admission.
+            page.locator(".widget-html:has-text('Admission(')").first.wait_for(state="visible", timeout=30_000)
             admit.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / f"{unit}-jupyterlab.png"))
         finally:

@@ -248,9 +248,11 @@ def hidden_marks() -> tuple[str, ...]:
 
 def hand_back(courses: list[ScratchCourse], entries: list[Entry], root: Path) -> tuple[Handback, list[str]]:
     """``nbgrader generate_feedback`` and ``nbgrader export`` on every scratch course, checked against the grades."""
+    graded_units = {e.unit for e in entries if e.graded is not None}
+
     def one(course: ScratchCourse):
         # A Unit B run carries Unit A into the course without grading it: nbgrader has no feedback to make there.
-        graded = [unit for unit in course.units if any((course.root / "autograded").glob(f"*/{unit}"))]
+        graded = [unit for unit in course.units if unit in graded_units]
         html = [path for unit in graded for path in course.feedback(unit)]
         return html, course.export(course.root / "grades.csv")
 

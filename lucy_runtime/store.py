@@ -160,16 +160,16 @@ class StateStore(Protocol):
     def query(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Any]: ...
 
 
+class _Versioned(Protocol):
+    def schema_version(self, component: str) -> int: ...
+
+    def transaction(self) -> ContextManager[Any]: ...
+
+
 class Migrating:
     """``migrate`` for a store that has ``schema_version`` and ``transaction``: SQLite's and PostgreSQL's alike."""
 
-    def schema_version(self, component: str) -> int:
-        raise NotImplementedError  # each store reads its own version table
-
-    def transaction(self) -> ContextManager[Any]:
-        raise NotImplementedError
-
-    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
+    def migrate(self: _Versioned, component: str, migrations: Sequence[Migration]) -> int:
         """Apply ``component``'s steps that are newer than the store has; return its version.
 
         Each component (sessions, the Telegram cursor, ...) keeps its own version, so

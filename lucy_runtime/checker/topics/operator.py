@@ -125,18 +125,23 @@ EARLIER = 3600.0
 """How much earlier than the other pending request the operator row's oldest one was admitted (seconds)."""
 
 
+def learner_table(c: Ctx, columns: tuple[str, ...], what: str) -> str:
+    """The name of the learner's ``what`` table, found by its columns as the observer finds it."""
+    with closing(sqlite3.connect(c.store.path)) as look:  # reading only: the writes go through the store
+        table, _ = _find_table(look, columns, what, [], [])
+    return table
+
+
 def backdate(c: Ctx, source: str, seconds: float) -> None:
     """Move a request's admission time back, in the learner's work table."""
-    with closing(sqlite3.connect(c.store.path)) as look:
-        table, _ = _find_table(look, WORK_COLUMNS, "work", [], [])
+    table = learner_table(c, WORK_COLUMNS, "work")
     with c.store.transaction() as tx:
         tx.execute(f'UPDATE "{table}" SET admitted_at = admitted_at - ? WHERE source_id = ?', (seconds, source))
 
 
 def set_state(c: Ctx, columns: tuple[str, ...], what: str, column: str, key: str, rows: list[tuple]) -> None:
-    """Put rows of the learner's ``what`` table into a state, found by its columns as the observer finds it."""
-    with closing(sqlite3.connect(c.store.path)) as look:  # reading only: the writes go through the store
-        table, _ = _find_table(look, columns, what, [], [])
+    """Put rows of the learner's ``what`` table into a state."""
+    table = learner_table(c, columns, what)
     with c.store.transaction() as tx:
         for state, value in rows:
             tx.execute(f'UPDATE "{table}" SET {column} = ? WHERE {key} = ?', (state, value))

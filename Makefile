@@ -121,6 +121,7 @@ lab: $(COURSE_STAMP) $(FAST_START)
 formgrader: $(COURSE_STAMP) $(FAST_START)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. \
 	  --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True \
+	  --ServerApp.jpserver_extensions=lucy_runtime.grading.page_headers=True \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 release: $(COURSE_STAMP)

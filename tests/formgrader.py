@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .lab import ARTIFACTS, CHROMIUM, FLAGS, lab_settings, need_chromium, running_lab
 
-FORMGRADER = "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True"
+FORMGRADER = ("--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True",
+              "--ServerApp.jpserver_extensions=lucy_runtime.grading.page_headers=True")  # as `make formgrader`
 
 # Formgrader's scripts fetch the saved grades and comments, then bind each box to its record and
 # fill in what is saved: wait for that, or it would overwrite what is typed. (Its keyboard
@@ -32,7 +33,7 @@ def formgrader_lab(course_root: Path, scratch: Path):
     need_chromium()
     (scratch / "settings").mkdir(parents=True)
     with running_lab(course_root, lab_settings(scratch / "settings"), log=scratch / "jupyter-lab.log",
-                     extra_args=(FORMGRADER,)) as lab:
+                     extra_args=FORMGRADER) as lab:
         yield lab
 
 

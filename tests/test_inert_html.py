@@ -9,10 +9,11 @@ import re
 
 import nbformat
 from nbconvert import HTMLExporter
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 from lucy_runtime.educator.tampers import HOSTILE_ANSWER
-from lucy_runtime.grading.inert_html import InertHTML
+from lucy_runtime.grading.inert_html import InertHTML, as_markdown, render_markdown
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
 SVG_WITH_SCRIPT = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'><script>top.lucyRan=1</script></svg>").decode()
@@ -20,6 +21,18 @@ TABLE = '<style scoped>.dataframe tbody tr th {vertical-align: top}</style><tabl
         '<thead><tr><th>state</th></tr></thead><tbody><tr><td>running</td></tr></tbody></table>'
 ACTIVE = re.compile(r"<script|onerror|onload|ontoggle|javascript:|<iframe|srcdoc|"
                     r"<svg|data:image/svg|data:text/html|lucyRan", re.IGNORECASE)
+
+
+TRACKER = "https://tracker.example/pixel.png"
+SPLIT_AFTER_CLEANING = f"A code block the cleaner keeps as text:\n\n```\nshown as code\n\x0c\n![tracker]({TRACKER})\n" \
+    "[click](https://tracker.example/click)\n```\n"
+"""A form-feed line is blank to Markdown but not to an HTML block's own rule: cleaned HTML stored as a Markdown
+HTML block that a later parser reads again would end there and turn the rest into an image from any address."""
+FAKE_CONTROLS = ('<div class="navbar navbar-fixed-top" id="statusmessage" style="position:fixed;top:0;z-index:9999">'
+                 'Full credit saved. Sign in again.</div>'
+                 '<span class="btn btn-success full-credit pull-right modal">Next</span>')
+HIDING = [{"transient": {"remove_source": True}}, {"jupyter": {"source_hidden": True, "outputs_hidden": True}},
+          {"tags": ["remove_cell", "remove_input", "hide"]}]
 
 
 def hostile_notebook():
@@ -107,3 +120,44 @@ def test_cleaning_twice_changes_nothing_more():
     twice, _ = InertHTML()(nbformat.from_dict(once), {})
     assert HTMLExporter(template_name="classic").from_notebook_node(twice)[0].count("running") == \
         HTMLExporter(template_name="classic").from_notebook_node(once)[0].count("running")
+
+
+def test_a_markdown_cell_is_stored_as_html_that_markdown_renders_back_to_exactly_itself():
+    for text in (HOSTILE_ANSWER, SPLIT_AFTER_CLEANING, FAKE_CONTROLS, honest_notebook().cells[0].source):
+        stored = as_markdown(render_markdown(text))
+        assert markdown2html_mistune(stored).strip() == stored, text[:40]
+
+
+def test_markdown_split_after_cleaning_loads_no_image_and_shows_the_text():
+    nb = new_notebook(cells=[new_markdown_cell(SPLIT_AFTER_CLEANING), new_code_cell("x", outputs=[
+        new_output("display_data", data={"text/markdown": SPLIT_AFTER_CLEANING, "text/plain": "x"})])])
+    html = body(rendered(nb))
+    assert f'src="{TRACKER}"' not in html and 'href="https://tracker.example/click"' not in html
+    assert html.count(f"![tracker]({TRACKER})") == 2, "shown as the code it is, in the cell and in the output"
+
+
+def test_learner_class_id_and_style_cannot_dress_as_formgrader():
+    html = body(rendered(new_notebook(cells=[new_markdown_cell(FAKE_CONTROLS)])))
+    assert "Full credit saved. Sign in again." in html and "Next" in html
+    for name in ("navbar", "full-credit", "pull-right", "modal", "btn", 'id="statusmessage"', "position:fixed"):
+        assert name not in html, name
+
+
+def test_an_honest_notebook_keeps_its_table_and_highlighted_code_classes():
+    html = body(rendered(honest_notebook()))
+    assert 'class="dataframe"' in html and '<div class="highlight">' in html and '<span class="k">def</span>' in html
+
+
+def test_cell_metadata_hides_no_learner_cell_from_the_educator():
+    cells = [new_code_cell(f"hidden_code_{i} = 1", metadata=meta) for i, meta in enumerate(HIDING)]
+    cells += [new_markdown_cell(f"hidden words {i}", metadata=meta) for i, meta in enumerate(HIDING)]
+    cells += [new_raw_cell("hidden raw", metadata={"raw_mimetype": "text/latex"})]
+    nb = new_notebook(cells=cells)
+    for cell in nb.cells[:3]:
+        cell.metadata["nbgrader"] = {"grade": False, "solution": True, "grade_id": "x", "locked": False}
+    html = body(rendered(nb))
+    for i in range(len(HIDING)):
+        assert f"hidden_code_{i}" in html and f"hidden words {i}" in html
+    assert "hidden raw" in html
+    cleaned, _ = InertHTML()(nbformat.from_dict(nb), {})
+    assert [sorted(c.metadata) for c in cleaned.cells[:3]] == [["nbgrader"]] * 3

@@ -9,19 +9,25 @@ educator: it could save scores through formgrader's API. This preprocessor runs 
 in autograde, after the kernel and the sealed verdict have produced every output and
 nbgrader has scored the cells, and rewrites what formgrader and feedback show:
 
-* a Markdown cell is rendered by nbconvert's own Markdown renderer (the one formgrader
-  uses), its raster attachments embedded, then the HTML is cleaned with nh3 (the
-  Ammonia sanitizer) and stored as the cell's source: one HTML block that renders
-  again as itself. Text, tables, code and formulas (``$…$`` stays text for MathJax)
-  read as before.
+* a Markdown cell is rendered once, by nbconvert's own Markdown renderer (the one
+  formgrader and feedback use), its raster attachments embedded, then the HTML is cleaned
+  with nh3 (the Ammonia sanitizer) and stored as the cell's source on ONE line behind an
+  HTML comment: Markdown's rule for a block that starts with ``<!--`` passes the whole
+  line through as it is, so the page shows exactly the cleaned HTML and no parser splits
+  it again (newlines are kept as character references). Text, tables, code and formulas
+  (``$…$`` stays text for MathJax) read as before. A Markdown output is stored the same way.
 * a raw cell's text is cleaned the same way (nbconvert emits raw cells verbatim).
 * an output keeps plain text, LaTeX and PNG/JPEG/GIF images given as base64; HTML and
   Markdown are cleaned; everything else (JavaScript, SVG, widget views, PDF, JSON ...)
   is dropped, and a plain line says which types were.
-* attachments and the notebook's widget state are removed.
+* attachments and the notebook's widget state are removed, and each cell keeps only its
+  ``nbgrader`` metadata (``transient``, ``jupyter.source_hidden``, tags or a raw cell's
+  MIME type would hide the cell from the educator).
 
 Cleaning keeps a fixed set of tags (no script, style, iframe, object, form, svg or
-math), no event handler, style or id attribute, links only to http(s) and mailto,
+math), no event handler, style or id attribute, only the class names of a DataFrame's
+table and of highlighted code (none of which can place anything over formgrader's
+controls), links only to http(s) and mailto,
 and images only as embedded PNG, JPEG or GIF. Relative links are dropped: formgrader
 serves the files of a submission from the educator's origin. nbconvert's own
 ``SanitizeHTML`` (bleach) was not enough: it keeps Markdown links to ``javascript:`` and
@@ -33,14 +39,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import re
-from pathlib import Path
 
 import nh3
 from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
+from pygments.token import STANDARD_TYPES
 from traitlets import Bool
 
 RASTER = ("image/png", "image/jpeg", "image/gif")
@@ -49,7 +54,10 @@ CLEANED = ("text/html", "text/markdown")
 
 _TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}
 _ATTRIBUTES = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
-_ATTRIBUTES["*"] = {"class", "title", "align"}
+_ATTRIBUTES["*"] = {"title", "align"}
+# Class names a page's style sheets give no position: a DataFrame's table, and Pygments' token classes
+# inside a highlighted code block. Anything else (navbar-fixed-top, modal, alert ...) is dropped.
+_CLASSES = {"table": {"dataframe"}, "div": {"highlight"}, "span": set(STANDARD_TYPES.values()) - {""}}
 _ATTRIBUTES["table"] = _ATTRIBUTES.get("table", set()) | {"border"}
 _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*", re.IGNORECASE)
 _LINK = re.compile(r"(https?|mailto):", re.IGNORECASE)
@@ -74,16 +82,19 @@ def clean_html(html: str) -> str:
         attribute_filter=_attribute,
         url_schemes={"http", "https", "mailto", "data"},
         url_relative="deny",
+        allowed_classes=_CLASSES,
     )
 
 
-def as_markdown(html: str) -> str:
-    """``html`` as Markdown that renders back to it: one HTML block with no blank line.
+MARKER = "<!-- rendered and cleaned by InertHTML -->"
+_LINE_BREAKS = str.maketrans({"\n": "&#10;", "\r": "&#13;", "\t": "&#9;", "\f": "&#12;"})
 
-    A blank line would end the block and let Markdown parse the rest; inside ``<pre>`` an
-    empty ``<span></span>`` keeps the line without making it blank.
-    """
-    return "<div>\n" + re.sub(r"\n[ \t]*(?=\n)", "\n<span></span>", html.strip("\n")) + "\n</div>"
+
+def as_markdown(html: str) -> str:
+    """``html`` as Markdown that renders back to exactly it: one line that starts with an HTML
+    comment, which CommonMark (and mistune) pass through whole. Line breaks, tabs and form feeds
+    become character references, which read the same in HTML (also inside ``<pre>``)."""
+    return MARKER + html.translate(_LINE_BREAKS)
 
 
 def _raster(bundle: dict) -> dict:
@@ -132,48 +143,27 @@ def inert_output(output: dict) -> dict:
 
 
 def inert_cell(cell: dict) -> dict:
-    """One cell as formgrader and feedback may show it."""
+    """One cell as formgrader and feedback may show it: nothing that runs, nothing hidden."""
+    kept = {"nbgrader": cell["metadata"]["nbgrader"]} if "nbgrader" in cell.get("metadata", {}) else {}
     if cell.get("cell_type") == "markdown":
         cell["source"] = as_markdown(render_markdown(cell.get("source", ""), cell.get("attachments")))
     elif cell.get("cell_type") == "raw":
         cell["source"] = clean_html(cell.get("source", ""))
+        kept["raw_mimetype"] = "text/html"  # shown as cleaned HTML: another type would leave it out of the page
     elif cell.get("cell_type") == "code":
         cell["outputs"] = [inert_output(output) for output in cell.get("outputs", [])]
     cell.pop("attachments", None)
+    cell["metadata"] = NotebookNode(kept)
     return cell
 
 
-ACTIVE_FILES = (".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".js", ".mjs")
-"""Files a browser runs script in when formgrader serves them (``/formgrader/submissions/<id>/<file>``,
-from the autograded folder, in the educator's origin)."""
-INERT_SUFFIX = ".txt"
-
-
-def inert_files(folder: str | os.PathLike) -> list[Path]:
-    """Every file handed in beside the notebook that a browser would run, renamed with ``.txt``
-    after its name (``page.html`` → ``page.html.txt``): kept, and served as plain text."""
-    renamed = []
-    for root, dirs, files in os.walk(os.fspath(folder)):
-        for name in files:
-            path = Path(root) / name
-            if path.suffix.lower() in ACTIVE_FILES and not path.is_symlink():
-                target = path.with_name(path.name + INERT_SUFFIX)
-                path.replace(target)
-                renamed.append(target)
-    return renamed
-
-
 class InertHTML(Preprocessor):
-    """The last autograde step: every learner-controlled piece of HTML made inert, in the
-    notebook and in the files handed in beside it."""
+    """The last autograde step: every learner-controlled piece of HTML in the notebook made inert.
+    The files handed in beside it stay as they are: formgrader serves them sandboxed (page_headers.py)."""
 
     enabled = Bool(True, help="nbconvert runs a preprocessor only when it is enabled; this one always is").tag(config=True)
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)
         nb.cells = [inert_cell(cell) for cell in nb.cells]
-        folder = resources.get("metadata", {}).get("path")
-        if folder and resources.get("nbgrader", {}).get("student"):  # autograde: the submission's folder
-            for path in inert_files(folder):
-                self.log.warning("Renamed %s to %s: formgrader would serve it as a page that runs", path.stem, path.name)
         return nb, resources

@@ -10,7 +10,8 @@ a Unit A that smuggles a cheat into Unit B; one that fetches the reference from 
 service on the grading machine's loopback (``AnswerServer``: the network must be shut);
 one for each resource limit, which takes the grading kernel's memory, processes,
 output, temporary folder, time or standard streams; and a written answer and outputs
-that carry script for the educator's browser. ``lucy verify-grader`` autogrades each
+that carry script for the educator's browser, Markdown that would split if parsed again,
+markup dressed as formgrader's controls, and cell metadata that hides a cell. ``lucy verify-grader`` autogrades each
 one next to its honest base: a tamper case must never score more than its base.
 """
 
@@ -51,11 +52,25 @@ class Written:
 
 
 @dataclass(frozen=True)
+class Metadata:
+    """Merge ``metadata`` into one learner cell's metadata (its source stays as it is)."""
+
+    cell: str
+    metadata: tuple[tuple[str, object], ...]
+
+    def apply(self, source: str) -> str:
+        return source
+
+    def apply_cell(self, cell) -> None:
+        cell.metadata.update(dict(self.metadata))
+
+
+@dataclass(frozen=True)
 class Tamper:
     name: str
     unit: str
     honest: str  # "blank-release", or the name of the educator case it rides on
-    edits: tuple[Edit | Append | Written, ...]  # applied after the honest base's own edits
+    edits: tuple[Edit | Append | Written | Metadata, ...]  # applied after the honest base's own edits
     trick: str
     unit_a_edits: tuple[Edit | Append, ...] = ()  # for Unit B: tricks placed in the learner's Unit A
 
@@ -283,6 +298,33 @@ display({{"application/vnd.jupyter.widget-view+json": {{"model_id": "x", "versio
          "text/plain": "a widget"}}, raw=True)
 '''
 
+SPLIT_AFTER_CLEANING = f"""The worker's row stays running: nothing replays it. What I ran:
+
+```
+select state from jobs
+\x0c
+![tracker](https://tracker.example/pixel.png)
+[the proof](javascript:{runs_as_the_educator("split-link")})
+```
+"""
+"""A written answer whose code block holds a form-feed line: blank to Markdown, not to an HTML block's rule.
+Cleaned HTML stored for Markdown to parse again would end there and show the rest as an image from any
+address and a link."""
+
+FAKE_CONTROLS = """The worker's row stays running: nothing replays it.
+
+<div class="navbar navbar-fixed-top alert alert-success" id="statusmessage"
+     style="position: fixed; top: 0; left: 0; width: 100%; z-index: 99999">Full credit saved for every cell.
+<a class="btn btn-primary" href="https://grades.example/sign-in">Sign in again</a></div>
+<span class="pull-right btn btn-success full-credit" style="position: fixed; top: 8px; right: 40px">Next &rarr;</span>
+"""
+"""A written answer dressed as formgrader: a fixed bar and a "full credit saved" banner over the real one,
+and a fake *Next* where formgrader's sits, leading elsewhere."""
+
+HIDDEN = (("transient", {"remove_source": True}), ("jupyter", {"source_hidden": True, "outputs_hidden": True}),
+          ("tags", ["remove_cell", "remove_input", "hide-input"]))
+"""Cell metadata that notebook viewers and nbconvert honour to leave a cell (or its code) out of a page."""
+
 TAMPERS: tuple[Tamper, ...] = (
     Tamper("rebind-grade", "ch07_unit_a", "blank-release", (Append("schema", _FAKE_GRADE),),
            "A blank notebook whose first cell rebinds grade() and ready() to functions that never fail."),
@@ -340,6 +382,18 @@ TAMPERS: tuple[Tamper, ...] = (
            "A blank notebook whose written answer and outputs carry script (<script>, onerror, SVG, iframe, "
            "javascript: links, a JavaScript output) that would give it full marks through formgrader's API "
            "when the educator opens it."),
+    Tamper("markdown-split-after-cleaning", "ch07_unit_a", "blank-release",
+           (Written("explain_worker_crash", SPLIT_AFTER_CLEANING),),
+           "A blank notebook whose written answer would split when cleaned HTML is parsed as Markdown again: "
+           "an image from any address and a javascript: link that saves full marks."),
+    Tamper("fake-formgrader-controls", "ch07_unit_a", "blank-release",
+           (Written("explain_worker_crash", FAKE_CONTROLS),),
+           "A blank notebook whose written answer uses class, id and style to lay a fake formgrader bar, a "
+           "'full credit saved' banner and a fake Next over the real controls."),
+    Tamper("hidden-cell", "ch07_unit_a", "blank-release",
+           (Append("schema", _FAKE_GRADE), Metadata("schema", HIDDEN)),
+           "A blank notebook whose cell that rebinds grade() carries metadata that hides it from a page "
+           "(transient remove_source, jupyter.source_hidden, remove_cell tags)."),
 )
 
 

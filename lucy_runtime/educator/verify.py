@@ -44,6 +44,13 @@ def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
     return source
 
 
+def apply_cell_edits(edits, cell) -> None:
+    """Edits that change a cell beyond its source (tampers.Metadata)."""
+    for edit in edits:
+        if edit.cell == grade_id(cell) and hasattr(edit, "apply_cell"):
+            edit.apply_cell(cell)
+
+
 def filled(release_nb, source_nb, case: Case | None = None):
     """The release as a learner who wrote the reference would hand it in, with ``case`` applied."""
     nb, touched = _filled(release_nb, source_nb, case)
@@ -61,6 +68,7 @@ def _filled(release_nb, source_nb, case: Case | None):
         name = grade_id(cell)
         if is_learner_owned(cell) and name in reference:
             cell.source = strip_markers(apply_edits(case, name, reference[name]))
+            apply_cell_edits(case.edits if case else (), cell)
             touched.add(name)
     return nb, touched
 
@@ -86,6 +94,7 @@ def blank_with(release_nb, edits) -> tuple:
         for edit in edits:
             if (is_learner_owned(cell) or is_written_answer(cell)) and edit.cell == grade_id(cell):
                 cell.source = edit.apply(cell.source)
+                apply_cell_edits((edit,), cell)
                 touched.add(grade_id(cell))
     return nb, touched
 

@@ -10,10 +10,12 @@ It adds one output transform to the server's web application, which sets headers
 response is, whatever the file's name or type:
 
 * a file a learner handed in (formgrader's ``/formgrader/submissions/<id>/<file>``, and Jupyter's
-  ``/files/…`` below a ``submitted/``, ``autograded/`` or ``feedback/`` folder) gets
-  ``Content-Security-Policy: sandbox`` (a unique origin where no script runs, not even in an SVG,
-  XHTML or MHTML page), ``X-Content-Type-Options: nosniff`` and, for what the learner handed in,
-  ``Content-Disposition: attachment``: the browser saves it rather than opening it.
+  ``/files/…`` below a ``submitted/``, ``autograded/`` or ``feedback/`` folder: ``generate_feedback``
+  copies the files handed in beside the feedback page) gets ``Content-Security-Policy: sandbox``
+  (a unique origin where no script runs, in an HTML, SVG, XHTML or any ``+xml`` page),
+  ``X-Content-Type-Options: nosniff`` and ``Content-Disposition: attachment``: the browser saves it
+  rather than opening it. JupyterLab still shows a feedback page in its own viewer (which runs no
+  script of a page it did not make), through its contents API.
 * formgrader's grading page (``/formgrader/submissions/<id>/``) gets a policy that runs only
   scripts from the server itself, MathJax's folder on cdnjs, and the inline scripts of formgrader's
   own template above the notebook, by their hash: an inline script or a ``javascript:`` link
@@ -33,8 +35,7 @@ from nbgrader.coursedir import CourseDirectory
 from tornado.httputil import HTTPHeaders, HTTPServerRequest
 from tornado.web import OutputTransform
 
-HANDED_IN = ("submitted", "autograded")
-FEEDBACK = ("feedback",)
+LEARNER_FOLDERS = ("submitted", "autograded", "feedback")
 """nbgrader's default folder names; the course's own names (``c.CourseDirectory.*_directory``) are added."""
 
 MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
@@ -48,8 +49,7 @@ SANDBOX = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'
 
 class Served(Enum):
     GRADING_PAGE = "formgrader's grading page"
-    LEARNER_FILE = "a file a learner handed in"
-    FEEDBACK_FILE = "a file of the feedback folder"
+    LEARNER_FILE = "a file a learner handed in, or one of the feedback folder"
     OTHER = "anything else"
 
 
@@ -76,8 +76,7 @@ def grading_page_policy(body: bytes) -> str:
 _NAVIGATION = {"next", "prev", "next_incorrect", "prev_incorrect"}
 
 
-def classify(path: str, base_url: str, handed_in: Iterable[str] = HANDED_IN,
-             feedback: Iterable[str] = FEEDBACK) -> Served:
+def classify(path: str, base_url: str, folders: Iterable[str] = LEARNER_FOLDERS) -> Served:
     """What the request for ``path`` (the URL's path) is served as."""
     if not path.startswith(base_url):
         return Served.OTHER
@@ -90,48 +89,41 @@ def classify(path: str, base_url: str, handed_in: Iterable[str] = HANDED_IN,
             return Served.OTHER
         return Served.LEARNER_FILE
     if parts[:1] == ["files"]:
-        folders = set(parts[1:-1])
-        if folders & set(handed_in):
+        if set(parts[1:-1]) & set(folders):
             return Served.LEARNER_FILE
-        if folders & set(feedback):
-            return Served.FEEDBACK_FILE
     return Served.OTHER
 
 
-def learner_headers(headers: HTTPHeaders, served: Served) -> None:
-    headers["Content-Security-Policy"] = SANDBOX
-    headers["X-Content-Type-Options"] = "nosniff"
-    if served is Served.LEARNER_FILE:
-        headers["Content-Disposition"] = "attachment"
+LEARNER_FILE_HEADERS = {"Content-Security-Policy": SANDBOX, "X-Content-Type-Options": "nosniff",
+                        "Content-Disposition": "attachment"}
 
 
 class PageHeaders(OutputTransform):
     """Sets the headers above on every response; the class attributes are set per web app."""
 
     base_url = "/"
-    handed_in: tuple[str, ...] = HANDED_IN
-    feedback: tuple[str, ...] = FEEDBACK
+    folders: tuple[str, ...] = LEARNER_FOLDERS
 
     def __init__(self, request: HTTPServerRequest) -> None:
         super().__init__(request)
-        self.served = classify(request.path, self.base_url, self.handed_in, self.feedback)
+        self.served = classify(request.path, self.base_url, self.folders)
 
     def transform_first_chunk(self, status_code: int, headers: HTTPHeaders, chunk: bytes,
                               finishing: bool) -> tuple[int, HTTPHeaders, bytes]:
         if self.served is Served.GRADING_PAGE:
             headers["Content-Security-Policy"] = grading_page_policy(chunk)
-        elif self.served is not Served.OTHER:
-            learner_headers(headers, self.served)
+        elif self.served is Served.LEARNER_FILE:
+            headers.update(LEARNER_FILE_HEADERS)
         return status_code, headers, chunk
 
 
-def _course_folders() -> dict[str, tuple[str, ...]]:
+def _course_folders() -> tuple[str, ...]:
     """The default folder names and the names the course's nbgrader configuration gives them."""
     app = NbGrader()
     app.load_config_file()
     course = CourseDirectory(config=app.config)
-    return {"handed_in": tuple(dict.fromkeys(HANDED_IN + (course.submitted_directory, course.autograded_directory))),
-            "feedback": tuple(dict.fromkeys(FEEDBACK + (course.feedback_directory,)))}
+    named = (course.submitted_directory, course.autograded_directory, course.feedback_directory)
+    return tuple(dict.fromkeys(LEARNER_FOLDERS + named))
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -141,7 +133,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp) -> None:
     webapp = serverapp.web_app
     transform = type("CoursePageHeaders", (PageHeaders,), {
-        "base_url": webapp.settings.get("base_url", "/"), **_course_folders()})
+        "base_url": webapp.settings.get("base_url", "/"), "folders": _course_folders()})
     # First, so it sees the page as written (before any compression).
     webapp.transforms.insert(0, transform)
     serverapp.log.info("Lucy: learner files served sandboxed, formgrader's grading page with a script policy")

@@ -26,6 +26,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 from lucy_runtime.educator.course import ScratchCourse
 from lucy_runtime.educator.tampers import (FAKE_CONTROLS, HIDDEN, SPLIT_AFTER_CLEANING, runs_as_the_educator,
                                            tamper_by_name)
+from lucy_runtime.grading.page_headers import MATHJAX
 from lucy_runtime.educator.verify import Entry, Kind, filled, handed_in, with_written_answers
 
 from .formgrader import LOADED, browser_page, formgrader_lab, score_written_answer
@@ -37,7 +38,7 @@ UNIT = "ch07_unit_a"
 WRITTEN = "explain_worker_crash"
 HONEST_WORDS = "nothing claims it again"  # from the reference's written answer (source/)
 RAN = "() => window.lucyRan || []"
-LINKS = ("a link to click", "a Markdown link to click", "Sign in again", "Next →")
+LINKS = ("a link to click", "a Markdown link to click")
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 HONEST_EXTRA = ("| state | meaning |\n|---|---|\n| running | claimed, not finished |\n\n"
                 "The retry waits $2^n$ seconds: $$d = 2^n$$\n\n![the states](attachment:states.png)")
@@ -125,12 +126,12 @@ def opened(course):
     """The hostile submission opened in formgrader and in its feedback page, then the honest one scored
     in formgrader as the README says; what ran and what was sent, and the gradebook before and after."""
     before, sent, ran, text, seen = gradebook(course), [], {}, {}, {}
-    outside = []  # every request that leaves the educator's machine (none can succeed: no network)
+    outside = []  # every request that leaves the educator's machine but the page's own MathJax (no network here)
     with formgrader_lab(course.root, course.root.parent / "lab") as lab, browser_page() as page:
         page.goto(f"{lab.base}/lab?reset&token={lab.token}")  # logs in: formgrader's API asks for the cookie
         page.on("request", lambda r: sent.append(f"{r.method} {r.url}") if r.method != "GET" else None)
         page.on("request", lambda r: outside.append(r.url) if r.url.startswith(("http", "ftp"))
-                and not r.url.startswith(lab.base) else None)
+                and not r.url.startswith((lab.base, MATHJAX)) else None)
         grading = f"{lab.base}/formgrader/submissions/{before['mallory']['id']}/"
         seen["grading page headers"] = headers_of(f"{grading}?token={lab.token}")
         page.goto(f"{grading}?token={lab.token}")

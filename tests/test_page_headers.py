@@ -9,7 +9,7 @@ from lucy_runtime.grading.page_headers import PageHeaders, Served, classify, gra
 
 PAGE = (b'<html><head><script src="/formgrader/static/js/formgrade.js"></script>'
         b'<script type="text/javascript">var submission_id = "abc";</script></head><body>'
-        b'<nav><script>$(".x").tooltip();</script></nav><div id="notebook" class="border-box-sizing">'
+        b'<nav><script>$(".x").tooltip();</script></nav><div class="border-box-sizing" id="notebook">'
         b'<div class="cell"><script>top.lucyRan = 1</script></div></div></body></html>')
 
 

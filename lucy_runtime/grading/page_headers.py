@@ -39,8 +39,9 @@ LEARNER_FOLDERS = ("submitted", "autograded", "feedback")
 """nbgrader's default folder names; the course's own names (``c.CourseDirectory.*_directory``) are added."""
 
 MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
-NOTEBOOK_START = b'<div id="notebook"'
-"""Where formgrader's template ends and the notebook begins: only inline scripts above it are formgrader's."""
+NOTEBOOK_START = re.compile(rb'<div\s[^>]*\bid="notebook"')
+"""Where formgrader's template ends and the notebook begins: only inline scripts above it are formgrader's.
+(nbconvert writes the page out again, so the attributes may come in any order.)"""
 OWN_HANDLERS = ("toggle_name(true);", "toggle_name(false);")
 """formgrader's two inline event handlers (show or hide the student's name)."""
 
@@ -62,7 +63,8 @@ _INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\ssrc=)[^>]*>(.*?)</script>", re.D
 
 def grading_page_policy(body: bytes) -> str:
     """The page's policy: its own inline scripts (above the notebook) by hash, nothing inline below."""
-    top = body.split(NOTEBOOK_START, 1)[0] if NOTEBOOK_START in body else b""
+    start = NOTEBOOK_START.search(body)
+    top = body[:start.start()] if start else b""
     hashes = sorted({_hash(script) for script in _INLINE_SCRIPT.findall(top)})
     handlers = [_hash(handler.encode()) for handler in OWN_HANDLERS]
     scripts = " ".join(["'self'", MATHJAX, "'unsafe-eval'", "'unsafe-hashes'", *hashes, *handlers])

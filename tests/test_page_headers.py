@@ -39,7 +39,8 @@ def test_the_grading_page_runs_its_own_inline_scripts_and_none_in_the_notebook()
 
 def test_a_learner_file_response_gets_the_sandbox_nosniff_and_attachment():
     headers = HTTPHeaders({"Content-Type": "application/xhtml+xml", "Content-Security-Policy": "frame-ancestors 'self'"})
-    request = HTTPServerRequest(start_line=RequestStartLine("GET", "/formgrader/submissions/abc/page.xhtml", "HTTP/1.1"))
+    request = HTTPServerRequest(start_line=RequestStartLine("GET", "/formgrader/submissions/abc/page.xhtml", "HTTP/1.1"),
+                                headers=HTTPHeaders({"Host": "127.0.0.1"}))
     _, headers, _ = PageHeaders(request).transform_first_chunk(200, headers, b"<html/>", True)
     assert headers["Content-Security-Policy"].startswith("sandbox;")
     assert "allow-scripts" not in headers["Content-Security-Policy"]

@@ -81,6 +81,8 @@ from lucy_runtime.grading.sealed import SealedVerdicts  # noqa: E402
 # nbgrader's scoring are done, every learner-controlled piece of HTML in the autograded notebook
 # (Markdown, raw cells, outputs, attachments, widget state) is cleaned with nh3, so nothing a
 # learner hands in runs in formgrader's grading page or in the feedback page.
+# formgrader's server adds the second part (lucy_runtime/grading/page_headers.py, enabled by
+# `make formgrader`): learner files served sandboxed as downloads, a script policy on the grading page.
 c.Autograde.autograde_preprocessors = [
     SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
     AssignLatePenalties, CheckCellMetadata, InertHTML,

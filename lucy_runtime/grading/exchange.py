@@ -1,0 +1,457 @@
+"""The course's exchange: nbgrader's file-system exchange, made private between learners.
+
+nbgrader's own exchange gives every learner one ``inbound/`` folder writable by everyone and
+copies a hand-in with ``shutil.copytree``, which follows links as whoever collects. This one
+keeps nbgrader's layout and file names (so formgrader, the Assignments tab and every command
+work unchanged) and changes who may do what, through nbgrader's pluggable exchange API
+(``c.ExchangeFactory.*``)::
+
+    ROOT/                                   the course user, 0755
+    ROOT/<course>/outbound/<assignment>/    the course user, 0755: what learners fetch
+    ROOT/<course>/inbound/                  the course user, group lucy-graders, 0751:
+                                            learners pass through it, cannot list it
+    ROOT/<course>/inbound/<learner>/        the learner, group lucy-graders, 2750: only that
+                                            learner writes, graders read, nobody else enters
+    ROOT/<course>/feedback/                 the course user, 0711: nobody lists it; a page is
+                                            named by a hash of its hand-in's secret
+    ROOT/<course>/closed/<assignment>       present: hand-ins of it are closed
+
+``lucy exchange create`` makes the first levels and ``lucy exchange add LEARNER...`` each
+learner's folder (``exchange_admin.py``). A learner hands in only into a folder of their own
+(so never in another's name); ``collect`` takes a hand-in only when its folder and its owner
+are the learner it names (nbgrader's owner check, which only warns, refuses here) and
+copies it with ``handin.copy_regular_files``: no link is followed, links, FIFOs, sockets and
+devices are refused by name, and the hand-in's size and file count are capped
+(``c.GradingLimits.submission_mb``, ``submission_files``).
+
+``configure(c, root)`` is the one place that sets it up, for the course's
+``nbgrader_config.py`` and for the learners' own configuration alike.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from nbgrader.exchange.default import (
+    Exchange, ExchangeCollect, ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeList,
+    ExchangeReleaseAssignment, ExchangeReleaseFeedback, ExchangeSubmit,
+)
+import nbformat
+from nbgrader.utils import get_username
+
+from lucy_runtime.engine.limits import GradingLimits
+from lucy_runtime.grading.handin import HandinLimits, Refusal, copy_regular_files, safe_write
+
+DEFAULT_ROOT = "/srv/nbgrader/exchange"
+"""Where the course's exchange lives unless ``LUCY_EXCHANGE`` names another folder."""
+ENV = "LUCY_EXCHANGE"
+GRADERS = "lucy-graders"
+"""The group whose members may read every hand-in (the accounts that collect)."""
+REFUSED = "lucy-refused.json"
+"""Beside a collected hand-in in ``submitted/``: what collect refused, for autograde and feedback."""
+
+
+def exchange_root() -> str:
+    """The exchange this process uses: ``$LUCY_EXCHANGE``, or the system path."""
+    return os.environ.get(ENV) or DEFAULT_ROOT
+
+
+def configure(c: Any, root: str | os.PathLike | None = None) -> None:
+    """Point an nbgrader configuration ``c`` at the course's private exchange.
+
+    The course's ``nbgrader_config.py`` calls it, and so does a learner's (system-wide)
+    nbgrader configuration: every command, formgrader and the Assignments tab then use the
+    same exchange, with nothing on the command line. ``root`` defaults to ``exchange_root()``.
+    """
+    c.Exchange.root = str(root or exchange_root())
+    c.ExchangeFactory.exchange = PrivateExchange
+    c.ExchangeFactory.release_assignment = PrivateReleaseAssignment
+    c.ExchangeFactory.fetch_assignment = PrivateFetchAssignment
+    c.ExchangeFactory.submit = PrivateSubmit
+    c.ExchangeFactory.collect = PrivateCollect
+    c.ExchangeFactory.list = PrivateList
+    c.ExchangeFactory.release_feedback = PrivateReleaseFeedback
+    c.ExchangeFactory.fetch_feedback = PrivateFetchFeedback
+
+
+def learner_folder(root: str | os.PathLike, course_id: str, student: str) -> Path:
+    return Path(root) / course_id / "inbound" / student
+
+
+def _handin_name(name: str) -> tuple[str, str, str] | None:
+    """(student, assignment, timestamp) of an nbgrader hand-in folder's name."""
+    parts = name.rsplit("+", 3)
+    return (parts[0], parts[1], parts[2]) if len(parts) >= 3 else None
+
+
+def _earlier(folder: Path, student: str, assignment: str) -> list[str]:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(t[2] for n in names if (t := _handin_name(n)) and t[:2] == (student, assignment))
+
+
+class _Private:
+    """What every step of the private exchange shares."""
+
+    root: str
+
+    def ensure_root(self) -> None:  # nbgrader's wants the root writable by everyone
+        if not os.path.isdir(self.root):
+            self.fail(f"The course's exchange {self.root} does not exist: create it as root with "  # type: ignore[attr-defined]
+                      f"`lucy exchange create` (or point {ENV} at one)")
+
+
+class PrivateExchange(_Private, Exchange):
+    pass
+
+
+class PrivateFetchAssignment(_Private, ExchangeFetchAssignment):
+    pass
+
+
+class PrivateFetchFeedback(_Private, ExchangeFetchFeedback):
+    pass
+
+
+class PrivateReleaseAssignment(_Private, ExchangeReleaseAssignment):
+    def init_dest(self) -> None:
+        if self.coursedir.course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        course = Path(self.root) / self.coursedir.course_id
+        self.course_path, self.outbound_path = str(course), str(course / "outbound")
+        self.inbound_path = str(course / "inbound")
+        self.dest_path = os.path.join(self.outbound_path, self.coursedir.assignment_id)
+        if not (course / "inbound").is_dir():
+            self.fail(f"The course {self.coursedir.course_id} has no folder in the exchange {self.root}: "
+                      "create it as root with `lucy exchange create`")
+        self.ensure_directory(self.outbound_path, 0o755)
+
+
+class PrivateSubmit(_Private, ExchangeSubmit):
+    """Hand in into the learner's own folder, and only there."""
+
+    def init_dest(self) -> None:
+        course_id, me = self.coursedir.course_id, get_username()
+        if course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        student = self.coursedir.student_id if self.coursedir.student_id not in ("", "*") else me
+        if "*" in student or "+" in student or "/" in student:
+            self.fail(f"The student ID should contain no '*', '+' nor '/'; got {student}")
+        folder = learner_folder(self.root, course_id, student)
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            self.fail(f"{student} is not a learner of {course_id} on this exchange: ask your educator to add "
+                      f"you (`lucy exchange add {student}`)")
+        except PermissionError:
+            self.fail(f"you ({me}) cannot hand in for {student}: hand in as yourself")
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            self.fail(f"you ({me}) cannot hand in for {student}: the folder {folder} is not yours; hand in as yourself")
+        closed = Path(self.root) / course_id / "closed" / self.coursedir.assignment_id
+        before = _earlier(folder, student, self.coursedir.assignment_id)
+        kept = f"; your hand-in of {before[-1]} is kept" if before else ""
+        if closed.exists():
+            self.fail(f"Hand-ins of {self.coursedir.assignment_id} are closed{kept}. Ask your educator.")
+        if before:
+            self.log.warning(f"You handed in {self.coursedir.assignment_id} before ({before[-1]}): this hand-in is "
+                             "kept beside it, and the newest is the one graded")
+        self.inbound_path = str(folder)
+        self.cache_path = os.path.join(self.cache, course_id)
+        random = os.urandom(9).hex()
+        self.assignment_filename = f"{student}+{self.coursedir.assignment_id}+{self.timestamp}+{random}"
+
+    def do_copy(self, src: str, dest: str, log: Any = None) -> None:
+        for refusal in copy_regular_files(src, dest, _handin_limits(self)):
+            self.log.warning(f"Not handed in: {refusal.path}: {refusal.why}")
+
+    def copy_files(self) -> None:
+        """nbgrader's, with a hand-in only its learner and the graders can read (not 0777)."""
+        self.init_release()
+        secret = secrets.token_hex(64)
+        dest = os.path.join(self.inbound_path, self.assignment_filename)
+        cache = os.path.join(self.cache_path, self.assignment_filename.rsplit("+", 1)[0])
+        self.log.info(f"Source: {self.src_path}")
+        self.log.info(f"Destination: {dest}")
+        self.check_filename_diff()
+        for folder in (dest, cache):
+            os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+            self.do_copy(self.src_path, folder)
+            safe_write(folder, "timestamp.txt", self.timestamp.encode())
+            safe_write(folder, "submission_secret.txt", secret.encode())
+        self.set_perms(dest, fileperms=0o640, dirperms=0o2750)
+        self.log.info(f"Submitted as: {self.coursedir.course_id} {self.coursedir.assignment_id} {self.timestamp}")
+
+
+def _handin_limits(app: Any) -> HandinLimits:
+    limits = GradingLimits(parent=app)
+    return HandinLimits(max_bytes=int(limits.submission_mb) << 20, max_files=int(limits.submission_files))
+
+
+class PrivateCollect(_Private, ExchangeCollect):
+    """Collect from each learner's own folder; refuse what is not theirs; follow nothing."""
+
+    def init_src(self) -> None:
+        if self.coursedir.course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        self.course_path = os.path.join(self.root, self.coursedir.course_id)
+        self.inbound_path = os.path.join(self.course_path, "inbound")
+        if not os.path.isdir(self.inbound_path):
+            self.fail(f"Course not found: {self.inbound_path}")
+        wanted = self.coursedir.student_id if self.coursedir.student_id else "*"
+        newest: dict[str, dict] = {}
+        for learner in sorted(os.listdir(self.inbound_path)):
+            if wanted != "*" and learner != wanted:
+                continue
+            folder = os.path.join(self.inbound_path, learner)
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode):
+                self.log.warning(f"REFUSED: inbound/{learner} is not a folder of the course; nothing collected from it")
+                continue
+            for name in sorted(os.listdir(folder)):
+                parsed = _handin_name(name)
+                if parsed is None or parsed[1] != self.coursedir.assignment_id:
+                    continue
+                if parsed[0] != learner:
+                    self.log.warning(f"REFUSED: {learner}: inbound/{learner}/{name} is named for {parsed[0]}; "
+                                     "not collected")
+                    continue
+                record = self._path_to_record(os.path.join(folder, name))
+                record["folder"] = folder
+                if learner not in newest or record["timestamp"] > newest[learner]["timestamp"]:
+                    newest[learner] = record
+        self.src_records = list(newest.values())
+
+    def _owner_refusal(self, rec: dict) -> str:
+        """Why a hand-in is not its learner's own ('' when it is)."""
+        folder, learner = rec["folder"], rec["username"]
+        path = os.path.join(folder, rec["filename"])
+        st_folder, st = os.lstat(folder), os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            return f"inbound/{learner}/{rec['filename']} is not a folder; not collected"
+        if st.st_uid != st_folder.st_uid:
+            return (f"inbound/{learner}/{rec['filename']} claims to be handed in by {learner} but is owned by "
+                    f"{_name(st.st_uid)}; not collected")
+        if not self.check_owner:
+            return ""
+        try:
+            account = pwd.getpwnam(learner).pw_uid
+        except KeyError:
+            account = None
+        if st_folder.st_uid == account or (account is None and st_folder.st_uid == os.geteuid()):
+            return ""
+        return (f"inbound/{learner} belongs to {_name(st_folder.st_uid)}, not to {learner}; not collected "
+                f"(`lucy exchange add {learner}` gives the folder to its learner)")
+
+    def copy_files(self) -> None:
+        if not self.src_records:
+            self.log.warning(f"No submissions of '{self.coursedir.assignment_id}' for course "
+                             f"'{self.coursedir.course_id}' to collect")
+        limits = _handin_limits(self)
+        for rec in self.src_records:
+            student = rec["username"]
+            src = os.path.join(rec["folder"], rec["filename"])
+            why = self._owner_refusal(rec)
+            if why:
+                self.log.warning(f"REFUSED: {student}: {why}")
+                continue
+            dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, self.coursedir.assignment_id)
+            if os.path.isdir(dest):
+                existing = self.coursedir.get_existing_timestamp(dest)
+                if not (self.update and (existing is None or rec["timestamp"] > existing)) and not (
+                        self.before_duedate and existing != rec["timestamp"]):
+                    self.log.info(f"Submission already exists, use --update to update: {student} "
+                                  f"{self.coursedir.assignment_id}")
+                    continue
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            staging = f"{dest}.collecting-{os.getpid()}"
+            shutil.rmtree(staging, ignore_errors=True)
+            self.log.info(f"Collecting submission: {student} {self.coursedir.assignment_id}")
+            refused = copy_regular_files(src, staging, limits)
+            for refusal in refused:
+                self.log.warning(f"REFUSED: {student}: {refusal.line()}")
+            _record_refusals(Path(staging), refused, self._released())
+            if os.path.isdir(dest):
+                shutil.rmtree(dest)
+            os.rename(staging, dest)
+
+    def _released(self) -> Path:
+        return Path(self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id))
+
+
+def _name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _record_refusals(folder: Path, refused: list[Refusal], released: Path) -> None:
+    """Keep what collect refused beside the hand-in, and put it where the learner's feedback shows it.
+
+    A refused notebook is replaced by the released one (it scores as not written); every
+    notebook then opens with a Markdown cell naming each refused file.
+    """
+    if not refused:
+        return
+    (folder / REFUSED).write_text(json.dumps([r.line() for r in refused], indent=1) + "\n", encoding="utf-8")
+    for notebook in sorted(released.glob("*.ipynb")):
+        mine = folder / notebook.name
+        if not mine.exists():
+            shutil.copyfile(notebook, mine)
+    lines = "\n".join(f"* `{r.path}`: {r.why}" for r in refused)
+    note = ("**Not collected.** These files of your hand-in were refused when it was collected, and graded as "
+            "if absent (hand in plain files only: no links, pipes or devices):\n\n" + lines)
+    for mine in sorted(folder.glob("*.ipynb")):
+        try:
+            nb = nbformat.read(str(mine), as_version=4)
+        except Exception:  # noqa: BLE001 - an unreadable notebook is autograde's to report
+            continue
+        cell = nbformat.v4.new_markdown_cell(note)
+        cell.metadata["lucy"] = {"refused": [r.line() for r in refused]}
+        nb.cells.insert(0, cell)
+        nbformat.write(nb, str(mine))
+
+
+def refusals_of(submission: str | os.PathLike) -> list[str]:
+    """What collect refused of this collected hand-in (``submitted/<student>/<assignment>``)."""
+    path = Path(submission) / REFUSED
+    try:
+        return [str(line) for line in json.loads(path.read_text(encoding="utf-8"))] if path.is_file() else []
+    except (OSError, ValueError):
+        return []
+
+
+class PrivateList(_Private, ExchangeList):
+    """nbgrader's list, with hand-ins one folder deeper (``inbound/<learner>/``)."""
+
+    def init_dest(self) -> None:
+        if not self.inbound:
+            super().init_dest()
+            return
+        course_id = self.coursedir.course_id or "*"
+        assignment_id = self.coursedir.assignment_id or "*"
+        student_id = self.coursedir.student_id or "*"
+        pattern = os.path.join(self.root, course_id, "inbound", student_id, f"{student_id}+{assignment_id}+*")
+        self.assignments = sorted(glob.glob(pattern))
+
+    def parse_assignment(self, assignment: str) -> dict:
+        if not self.inbound:
+            return super().parse_assignment(assignment)
+        m = re.match(r".*/(?P<course_id>[^/]*)/inbound/[^/]+/(?P<student_id>[^+/]*)\+(?P<assignment_id>[^+]*)"
+                     r"\+(?P<timestamp>[^+]*)(?P<random_string>\+.*)?", assignment)
+        if m is None:
+            raise RuntimeError(f"Could not read the hand-in name {assignment}")
+        return m.groupdict()
+
+
+class PrivateReleaseFeedback(_Private, ExchangeReleaseFeedback):
+    """nbgrader's, into a feedback folder nobody but the course may list."""
+
+    def init_dest(self) -> None:
+        super().init_dest()
+        if os.stat(self.outbound_feedback_path).st_mode & 0o077 != 0o011:
+            os.chmod(self.outbound_feedback_path, 0o711)
+
+
+if sys.platform == "win32":  # pragma: no cover
+    raise ImportError("the course's exchange needs a POSIX file system")
+
+
+# --- making the exchange (as root, or as one educator trying it alone) ------------------------
+
+def _group_id(name: str) -> int | None:
+    import grp  # noqa: PLC0415 - POSIX only
+
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        return None
+
+
+def _run(argv: list[str]) -> None:
+    import subprocess  # noqa: PLC0415
+
+    subprocess.run(argv, check=True, capture_output=True, text=True)
+
+
+def _folder(path: Path, mode: int, uid: int = -1, gid: int = -1) -> None:
+    """``path`` a real folder (never a link) with this owner and mode."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(mode=mode, exist_ok=True)
+    os.chown(path, uid, gid, follow_symlinks=False)
+    os.chmod(path, mode, follow_symlinks=False)
+
+
+def create(root: str | os.PathLike, course_id: str, *, grader: str | None = None, reset: bool = False) -> Path:
+    """Make (or repair) the course's folders in the exchange at ``root``; ``reset`` empties them first.
+
+    As root, the group ``lucy-graders`` is made (and ``grader`` put in it and given the course's
+    folders); as another user, every folder is that user's: a try-out with one account.
+    """
+    root, course = Path(root), Path(root) / course_id
+    if reset and course.is_dir() and not course.is_symlink():
+        shutil.rmtree(course)
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o755)
+    uid, gid = -1, -1
+    if os.geteuid() == 0:
+        if _group_id(GRADERS) is None:
+            _run(["groupadd", "--system", GRADERS])
+        gid = _group_id(GRADERS) or -1
+        if grader:
+            _run(["usermod", "-a", "-G", GRADERS, grader])
+            uid = pwd.getpwnam(grader).pw_uid
+    _folder(course, 0o755, uid)
+    _folder(course / "outbound", 0o755, uid)
+    _folder(course / "closed", 0o755, uid)
+    _folder(course / "inbound", 0o751, uid, gid)
+    _folder(course / "feedback", 0o711, uid)
+    return course
+
+
+def add(root: str | os.PathLike, course_id: str, learners: list[str], *, accounts: bool = False) -> list[Path]:
+    """Give each learner a folder of their own in the course's ``inbound/`` (and, with ``accounts``,
+    a system account with a home, made if missing). As another user than root, the folders are yours."""
+    inbound = Path(root) / course_id / "inbound"
+    if not inbound.is_dir():
+        raise FileNotFoundError(f"the course {course_id} has no folder in the exchange {root}: "
+                                "run `lucy exchange create` first")
+    made = []
+    for learner in learners:
+        if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", learner):
+            raise ValueError(f"{learner!r} is not a login name (lower-case letters, digits, '-' and '_')")
+        uid, gid = -1, -1
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam(learner)
+            except KeyError:
+                if not accounts:
+                    raise LookupError(f"no account {learner}: make it, or add --accounts") from None
+                _run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", learner])
+            uid, gid = pwd.getpwnam(learner).pw_uid, _group_id(GRADERS) or -1
+        _folder(inbound / learner, 0o2750, uid, gid)
+        made.append(inbound / learner)
+    return made
+
+
+def close(root: str | os.PathLike, course_id: str, assignment: str, *, closed: bool = True) -> Path:
+    """Close (or open again) hand-ins of ``assignment``; what was handed in stays."""
+    marker = Path(root) / course_id / "closed" / assignment
+    if closed:
+        marker.write_text("closed\n")
+    else:
+        marker.unlink(missing_ok=True)
+    return marker

@@ -47,7 +47,7 @@ from nbgrader.exchange.default import (
     ExchangeReleaseAssignment, ExchangeReleaseFeedback, ExchangeSubmit,
 )
 import nbformat
-from nbgrader.utils import get_username
+from nbgrader.utils import get_username, notebook_hash
 
 from lucy_runtime.engine.limits import GradingLimits
 from lucy_runtime.grading.handin import HandinLimits, Refusal, copy_regular_files, safe_write
@@ -57,6 +57,8 @@ DEFAULT_ROOT = "/srv/nbgrader/exchange"
 ENV = "LUCY_EXCHANGE"
 GRADERS = "lucy-graders"
 """The group whose members may read every hand-in (the accounts that collect)."""
+ONE_ACCOUNT = "one-account"
+"""In the course's folder: every learner is a folder of the course user's own account (a try-out)."""
 REFUSED = "lucy-refused.json"
 """Beside a collected hand-in in ``submitted/``: what collect refused, for autograde and feedback."""
 
@@ -173,8 +175,10 @@ class PrivateSubmit(_Private, ExchangeSubmit):
         self.assignment_filename = f"{student}+{self.coursedir.assignment_id}+{self.timestamp}+{random}"
 
     def do_copy(self, src: str, dest: str, log: Any = None) -> None:
-        for refusal in copy_regular_files(src, dest, _handin_limits(self)):
-            self.log.warning(f"Not handed in: {refusal.path}: {refusal.why}")
+        refused = copy_regular_files(src, dest, _handin_limits(self))
+        if dest.startswith(self.inbound_path):  # said once, not again for the cache
+            for refusal in refused:
+                self.log.warning(f"Not handed in: {refusal.path}: {refusal.why}")
 
     def copy_files(self) -> None:
         """nbgrader's, with a hand-in only its learner and the graders can read (not 0777)."""
@@ -243,13 +247,13 @@ class PrivateCollect(_Private, ExchangeCollect):
         if st.st_uid != st_folder.st_uid:
             return (f"inbound/{learner}/{rec['filename']} claims to be handed in by {learner} but is owned by "
                     f"{_name(st.st_uid)}; not collected")
-        if not self.check_owner:
+        if not self.check_owner or os.path.exists(os.path.join(self.course_path, ONE_ACCOUNT)):
             return ""
         try:
             account = pwd.getpwnam(learner).pw_uid
         except KeyError:
             account = None
-        if st_folder.st_uid == account or (account is None and st_folder.st_uid == os.geteuid()):
+        if st_folder.st_uid == account:
             return ""
         return (f"inbound/{learner} belongs to {_name(st_folder.st_uid)}, not to {learner}; not collected "
                 f"(`lucy exchange add {learner}` gives the folder to its learner)")
@@ -357,12 +361,44 @@ class PrivateList(_Private, ExchangeList):
 
 
 class PrivateReleaseFeedback(_Private, ExchangeReleaseFeedback):
-    """nbgrader's, into a feedback folder nobody but the course may list."""
+    """nbgrader's, into a feedback folder nobody but the course may list, each page its learner's.
+
+    A page is named by a hash of its hand-in's secret, as in nbgrader; here it is also owned by
+    its learner's account, group ``lucy-graders``, mode 0440, when the releasing user may give it
+    (root): another learner cannot read it even by its name.
+    """
 
     def init_dest(self) -> None:
         super().init_dest()
         if os.stat(self.outbound_feedback_path).st_mode & 0o077 != 0o011:
             os.chmod(self.outbound_feedback_path, 0o711)
+
+    def copy_files(self) -> None:
+        excluded = set(filter(None, (self.coursedir.student_id_exclude or "").split(",")))
+        pattern = re.escape(os.path.sep).join([
+            self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
+                                       self.coursedir.assignment_id, escape=True),
+            "(?P<notebook_id>.*).html"])
+        one_account = os.path.exists(os.path.join(self.course_path, ONE_ACCOUNT))
+        for html in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
+            m = re.match(pattern, html)
+            if m is None or m["student_id"] in excluded:
+                continue
+            student, notebook_id, folder = m["student_id"], m["notebook_id"], os.path.dirname(html)
+            timestamp = Path(folder, "timestamp.txt").read_text()
+            secret = Path(folder, "submission_secret.txt").read_text()
+            name = f"{notebook_hash(secret=secret, notebook_id=notebook_id)}.html"
+            owner, mode = (-1, -1), 0o644
+            if os.geteuid() == 0 and not one_account:
+                try:
+                    owner, mode = (pwd.getpwnam(student).pw_uid, _group_id(GRADERS) or 0), 0o440
+                except KeyError:
+                    self.log.warning(f"REFUSED: {student} has no account here: feedback not released")
+                    continue
+            self.log.info(f"Releasing feedback for student '{student}' on assignment "
+                          f"'{self.coursedir.course_id}/{self.coursedir.assignment_id}/{notebook_id}' ({timestamp})")
+            safe_write(self.dest_path, name, Path(html).read_bytes(), mode=mode, owner=owner)
+            self.log.info(f"Feedback released to: {os.path.join(self.dest_path, name)}")
 
 
 if sys.platform == "win32":  # pragma: no cover
@@ -395,11 +431,13 @@ def _folder(path: Path, mode: int, uid: int = -1, gid: int = -1) -> None:
     os.chmod(path, mode, follow_symlinks=False)
 
 
-def create(root: str | os.PathLike, course_id: str, *, grader: str | None = None, reset: bool = False) -> Path:
+def create(root: str | os.PathLike, course_id: str, *, grader: str | None = None, reset: bool = False,
+           one_account: bool = False) -> Path:
     """Make (or repair) the course's folders in the exchange at ``root``; ``reset`` empties them first.
 
     As root, the group ``lucy-graders`` is made (and ``grader`` put in it and given the course's
-    folders); as another user, every folder is that user's: a try-out with one account.
+    folders). ``one_account``: every learner will be a folder of this account (a try-out on one
+    machine, or an educator who is not root); a hand-in must still be made by its folder's owner.
     """
     root, course = Path(root), Path(root) / course_id
     if reset and course.is_dir() and not course.is_symlink():
@@ -419,13 +457,19 @@ def create(root: str | os.PathLike, course_id: str, *, grader: str | None = None
     _folder(course / "closed", 0o755, uid)
     _folder(course / "inbound", 0o751, uid, gid)
     _folder(course / "feedback", 0o711, uid)
+    marker = course / ONE_ACCOUNT
+    if one_account or os.geteuid() != 0:
+        marker.write_text("every learner is a folder of the account that made this exchange\n")
+    elif marker.exists():
+        marker.unlink()
     return course
 
 
 def add(root: str | os.PathLike, course_id: str, learners: list[str], *, accounts: bool = False) -> list[Path]:
     """Give each learner a folder of their own in the course's ``inbound/`` (and, with ``accounts``,
-    a system account with a home, made if missing). As another user than root, the folders are yours."""
+    a system account with a home, made if missing). In a one-account exchange the folders are yours."""
     inbound = Path(root) / course_id / "inbound"
+    one_account = (Path(root) / course_id / ONE_ACCOUNT).exists()
     if not inbound.is_dir():
         raise FileNotFoundError(f"the course {course_id} has no folder in the exchange {root}: "
                                 "run `lucy exchange create` first")
@@ -434,7 +478,7 @@ def add(root: str | os.PathLike, course_id: str, learners: list[str], *, account
         if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", learner):
             raise ValueError(f"{learner!r} is not a login name (lower-case letters, digits, '-' and '_')")
         uid, gid = -1, -1
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 and not one_account:
             try:
                 pwd.getpwnam(learner)
             except KeyError:
@@ -445,6 +489,26 @@ def add(root: str | os.PathLike, course_id: str, learners: list[str], *, account
         _folder(inbound / learner, 0o2750, uid, gid)
         made.append(inbound / learner)
     return made
+
+
+ENVIRONMENT_CONFIG = """\
+# Written by `lucy exchange create`: every nbgrader of this environment (a learner's fetch and
+# submit, the Assignments tab) uses the course's exchange, $LUCY_EXCHANGE or the system path.
+from lucy_runtime.grading.exchange import configure
+
+configure(get_config())  # noqa: F821
+"""
+
+
+def write_environment_config(prefix: str | os.PathLike = sys.prefix) -> Path:
+    """The nbgrader configuration of the Python environment at ``prefix`` (``etc/jupyter``), which
+    every nbgrader command of that environment reads, learners' included."""
+    folder = Path(prefix) / "etc" / "jupyter"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "nbgrader_config.py"
+    path.write_text(ENVIRONMENT_CONFIG, encoding="utf-8")
+    path.chmod(0o644)
+    return path
 
 
 def close(root: str | os.PathLike, course_id: str, assignment: str, *, closed: bool = True) -> Path:

@@ -233,7 +233,8 @@ def copy_regular_files(src: str | os.PathLike, dst: str | os.PathLike,
     return walk.refused
 
 
-def safe_write(folder: str | os.PathLike, name: str, data: bytes, mode: int = 0o644) -> None:
+def safe_write(folder: str | os.PathLike, name: str, data: bytes, mode: int = 0o644,
+               owner: tuple[int, int] = (-1, -1)) -> None:
     """Write ``folder/name`` whole, replacing it atomically, without following any link there.
 
     The bytes go to a new file of a fresh name (``O_EXCL | O_NOFOLLOW``) that is then renamed
@@ -245,6 +246,7 @@ def safe_write(folder: str | os.PathLike, name: str, data: bytes, mode: int = 0o
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
         try:
             _write_all(fd, data)
+            os.fchown(fd, *owner)
             os.fchmod(fd, mode)
         finally:
             os.close(fd)

@@ -244,6 +244,23 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _refused_at_hand_in(course: Path, assignment: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """What collect refused of each hand-in; and what is in submitted/ now that no step may read
+    (a link, a FIFO, ... put there around collect), which is moved aside before grading."""
+    from ..grading.exchange import refusals_of
+    from ..grading.handin import scan
+
+    refused, unsafe = [], []
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        refused += [(student, line) for line in refusals_of(folder)]
+        found = scan(folder)
+        if found:
+            unsafe += [(student, r.line()) for r in found]
+            folder.rename(folder.with_name(f"{assignment}.unsafe-{os.getpid()}"))
+    return refused, unsafe
+
+
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
     from .parallel import Status, autograde_class
@@ -256,6 +273,10 @@ def _autograde(args) -> int:
         print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s{stopped})",
               flush=True)
 
+    refused, unsafe = _refused_at_hand_in(Path(args.course), args.assignment)
+    for student, line in unsafe:
+        print(f"NOT GRADED: {student}: {line} (submitted/ holds what only collect should write: collect again)",
+              file=sys.stderr)
     warning = open_to_anyone(args.scheduler) if args.scheduler else None
     if warning:
         print(f"lucy autograde: {warning}", file=sys.stderr, flush=True)
@@ -272,6 +293,8 @@ def _autograde(args) -> int:
     for outcome in result.outcomes:
         if outcome.stopped:
             print(f"STOPPED: {outcome.student}: {outcome.stopped}")
+    for student, line in refused:
+        print(f"REFUSED: {student}: {line}")
     print()
     for outcome in result.outcomes:
         if outcome.score is not None:

@@ -214,16 +214,21 @@ class PrivateCollect(_Private, ExchangeCollect):
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
         wanted = self.coursedir.student_id if self.coursedir.student_id else "*"
-        newest: dict[str, dict] = {}
+        self.candidates: dict[str, list[dict]] = {}
         for learner in sorted(os.listdir(self.inbound_path)):
             if wanted != "*" and learner != wanted:
                 continue
             folder = os.path.join(self.inbound_path, learner)
-            st = os.lstat(folder)
-            if not stat.S_ISDIR(st.st_mode):
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
                 self.log.warning(f"REFUSED: inbound/{learner} is not a folder of the course; nothing collected from it")
                 continue
-            for name in sorted(os.listdir(folder)):
+            try:
+                names = sorted(os.listdir(folder))
+            except PermissionError:
+                self.log.warning(f"REFUSED: {learner}: inbound/{learner} cannot be read by the collecting account "
+                                 f"(is it in the group {GRADERS}?); nothing collected from it")
+                continue
+            for name in names:
                 parsed = _handin_name(name)
                 if parsed is None or parsed[1] != self.coursedir.assignment_id:
                     continue
@@ -233,9 +238,19 @@ class PrivateCollect(_Private, ExchangeCollect):
                     continue
                 record = self._path_to_record(os.path.join(folder, name))
                 record["folder"] = folder
-                if learner not in newest or record["timestamp"] > newest[learner]["timestamp"]:
-                    newest[learner] = record
-        self.src_records = list(newest.values())
+                self.candidates.setdefault(learner, []).append(record)
+        for records in self.candidates.values():
+            records.sort(key=lambda r: r["timestamp"], reverse=True)
+        self.src_records = [records[0] for records in self.candidates.values()]
+
+    def _acceptable(self, student: str) -> dict | None:
+        """The newest of a learner's hand-ins that is theirs; each newer one refused in one line."""
+        for rec in self.candidates[student]:
+            why = self._owner_refusal(rec)
+            if not why:
+                return rec
+            self.log.warning(f"REFUSED: {student}: {why}")
+        return None
 
     def _owner_refusal(self, rec: dict) -> str:
         """Why a hand-in is not its learner's own ('' when it is)."""
@@ -263,13 +278,12 @@ class PrivateCollect(_Private, ExchangeCollect):
             self.log.warning(f"No submissions of '{self.coursedir.assignment_id}' for course "
                              f"'{self.coursedir.course_id}' to collect")
         limits = _handin_limits(self)
-        for rec in self.src_records:
-            student = rec["username"]
-            src = os.path.join(rec["folder"], rec["filename"])
-            why = self._owner_refusal(rec)
-            if why:
-                self.log.warning(f"REFUSED: {student}: {why}")
+        for first in self.src_records:
+            student = first["username"]
+            rec = self._acceptable(student)
+            if rec is None:
                 continue
+            src = os.path.join(rec["folder"], rec["filename"])
             dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, self.coursedir.assignment_id)
             if os.path.isdir(dest):
                 existing = self.coursedir.get_existing_timestamp(dest)

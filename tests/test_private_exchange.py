@@ -12,6 +12,7 @@ feedback as root; the learners fetch it as themselves. One nbgrader course for t
 
 from __future__ import annotations
 
+import html
 import os
 import pwd
 import shutil
@@ -290,7 +291,8 @@ def graded(handed_in):
 
 def _solution_lines() -> set[str]:
     source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
-    release = (REPO / "release" / UNIT / f"{UNIT}.ipynb").read_text()
+    release = "\n".join(c.source for c in nbformat.read(str(REPO / "release" / UNIT / f"{UNIT}.ipynb"),
+                                                    as_version=4).cells)
     return {line.strip() for cell in source.cells for line in cell.source.splitlines()
             if len(line.strip()) > 30 and line.strip() not in release}
 
@@ -310,7 +312,7 @@ def test_the_blank_scores_0_and_no_byte_of_any_target_reaches_autograded_feedbac
     for path in (p for p in reached if p.is_file()):
         data = path.read_bytes()
         assert SECRET not in data and b"SQLite format 3" not in data, path
-        text = data.decode(errors="replace")
+        text = html.unescape(data.decode(errors="replace"))
         assert not [line for line in solution if line in text], path
 
 
@@ -331,3 +333,19 @@ def test_a_feedback_page_is_readable_by_its_learner_only(graded):
     done = as_account(CAL, ["cat", str(owners[ADA])], check=False)
     assert done.returncode != 0 and "Permission denied" in done.stderr
     assert as_account(ADA, ["cat", str(owners[ADA])]).stdout
+
+
+def test_formgrader_and_a_learners_list_find_the_exchange_with_nothing_typed(handed_in):
+    """formgrader's API marks the exchange missing when its root is not writable by everyone
+    (nbgrader's own check); the course's exchange is found from the configuration alone."""
+    code = ("from traitlets.config.loader import PyFileConfigLoader\n"
+            "from nbgrader.apps import NbGraderAPI\nfrom nbgrader.coursedir import CourseDirectory\n"
+            "cfg = PyFileConfigLoader('nbgrader_config.py', path='.').load_config()\n"
+            "api = NbGraderAPI(CourseDirectory(config=cfg), config=cfg)\n"
+            "print(api.exchange_missing, api.exchange_root, sorted(api.get_released_assignments()))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=handed_in.course, capture_output=True, text=True,
+                          env=_env(), timeout=120)
+    assert done.stdout.split("\n")[0] == f"False {handed_in.root} ['{UNIT}']", done.stdout + done.stderr
+    listed = as_account(CAL, [str(Path(sys.executable).parent / "nbgrader"), "list"])
+    assert f"{COURSE_ID} {UNIT}" in listed.stdout + listed.stderr
+    assert "Unwritable directory" not in listed.stdout + listed.stderr

@@ -296,10 +296,8 @@ class PrivateCollect(_Private, ExchangeCollect):
             staging = f"{dest}.collecting-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
             self.log.info(f"Collecting submission: {student} {self.coursedir.assignment_id}")
-            refused = copy_regular_files(src, staging, limits)
-            for refusal in refused:
+            for refusal in collect_handin(src, staging, limits, self._released()):
                 self.log.warning(f"REFUSED: {student}: {refusal.line()}")
-            _record_refusals(Path(staging), refused, self._released())
             if os.path.isdir(dest):
                 shutil.rmtree(dest)
             os.rename(staging, dest)
@@ -313,6 +311,16 @@ def _name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"uid {uid}"
+
+
+def collect_handin(src: str | os.PathLike, dest: str | os.PathLike, limits: HandinLimits,
+                   released: Path) -> list[Refusal]:
+    """Copy one hand-in into the new folder ``dest`` as collect does: plain files only, what was
+    refused named in its notebooks and in ``lucy-refused.json``, a refused notebook replaced by the
+    released one (``released``: the assignment's folder in ``release/``)."""
+    refused = copy_regular_files(src, dest, limits)
+    _record_refusals(Path(dest), refused, released)
+    return refused
 
 
 def _record_refusals(folder: Path, refused: list[Refusal], released: Path) -> None:

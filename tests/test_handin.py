@@ -1,0 +1,143 @@
+"""A hand-in folder is walked as data: regular files are copied, everything else is refused by its
+kind, one line each, and nothing is followed (lucy_runtime/grading/handin.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lucy_runtime.educator.cli import _refused_at_hand_in
+from lucy_runtime.grading import handin
+from lucy_runtime.grading.exchange import REFUSED, collect_handin, refusals_of
+from lucy_runtime.grading.handin import HandinLimits, Refusal, copy_regular_files, safe_write, scan
+
+SECRET = b"the course's secret 7e1d"
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> tuple[Path, Path]:
+    """A hand-in with a notebook, a file in a folder, and beside them a link to a secret file, a
+    link to a folder, a hard link, a FIFO and a socket."""
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(SECRET)
+    src = tmp_path / "handin"
+    (src / "data").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), str(src / "unit.ipynb"))
+    (src / "data" / "table.csv").write_text("a,b\n1,2\n")
+    (src / "secret-link.txt").symlink_to(secret)
+    (src / "data" / "up").symlink_to(tmp_path)
+    os.link(secret, src / "hard.txt")
+    os.mkfifo(src / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(src / "sock"))
+    sock.close()
+    return src, tmp_path / "copy"
+
+
+def test_only_regular_files_and_folders_are_copied_and_each_other_file_is_refused_by_its_kind(hostile):
+    src, dst = hostile
+    refused = copy_regular_files(src, dst)
+    assert sorted((r.path, r.why) for r in refused) == [
+        ("data/up", "a symbolic link"),
+        ("hard.txt", "a hard link (one of 2 names of the same file)"),
+        ("pipe", "a FIFO (named pipe)"),
+        ("secret-link.txt", "a symbolic link"),
+        ("sock", "a socket")]
+    copied = sorted(str(p.relative_to(dst)) for p in dst.rglob("*"))
+    assert copied == ["data", "data/table.csv", "unit.ipynb"]
+    assert all(SECRET not in p.read_bytes() for p in dst.rglob("*") if p.is_file())
+    assert scan(src) == refused, "scan finds what the copy refuses"
+    assert Refusal("pipe", "a FIFO (named pipe)").line() == "pipe: a FIFO (named pipe); not collected"
+
+
+def test_a_hand_in_folder_that_is_a_link_is_refused_whole(hostile, tmp_path):
+    src, dst = hostile
+    (tmp_path / "linked").symlink_to(src)
+    assert [r.line() for r in copy_regular_files(tmp_path / "linked", dst)] == [
+        ".: the hand-in folder is a symbolic link; not collected"]
+    assert not dst.exists()
+
+
+def test_a_file_swapped_for_a_link_after_it_was_looked_at_is_refused(hostile, tmp_path, monkeypatch):
+    """The look (lstat) saw a regular file; by the time it is opened it is a link to the secret."""
+    src, dst = hostile
+    swapped = src / "data" / "table.csv"
+    real_stat = os.stat
+
+    def stat_then_swap(name, *args, **kwargs):
+        result = real_stat(name, *args, **kwargs)
+        if name == "table.csv":
+            swapped.unlink()
+            swapped.symlink_to(tmp_path / "secret.txt")
+        return result
+
+    monkeypatch.setattr(handin.os, "stat", stat_then_swap)
+    refused = copy_regular_files(src, dst)
+    assert Refusal("data/table.csv", "a symbolic link") in refused
+    assert not (dst / "data" / "table.csv").exists()
+
+
+def test_the_size_and_file_count_caps_name_the_limit_and_take_notebooks_first(tmp_path):
+    src = tmp_path / "big"
+    src.mkdir()
+    (src / "a.bin").write_bytes(b"x" * (3 << 20))
+    (src / "unit.ipynb").write_bytes(b"y" * (2 << 20))
+    refused = copy_regular_files(src, tmp_path / "copy", HandinLimits(max_bytes=4 << 20, max_files=10))
+    assert [r.line() for r in refused] == [
+        "a.bin: over the size limit of a hand-in (4 MB, c.GradingLimits.submission_mb); not collected"]
+    assert (tmp_path / "copy" / "unit.ipynb").stat().st_size == 2 << 20
+
+    for i in range(5):
+        (src / f"f{i}.txt").write_text("z")
+    refused = scan(src, HandinLimits(max_bytes=64 << 20, max_files=3))
+    assert [r.path for r in refused] == ["f1.txt", "f2.txt", "f3.txt", "f4.txt"]  # unit.ipynb, a.bin, f0 taken
+    assert "over the file-count limit (3 files, c.GradingLimits.submission_files)" in refused[0].why
+
+
+def test_a_refused_notebook_is_replaced_by_the_released_one_and_every_notebook_names_the_refusals(tmp_path):
+    released = tmp_path / "release"
+    released.mkdir()
+    blank = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("# YOUR CODE HERE")])
+    nbformat.write(blank, str(released / "unit.ipynb"))
+    src = tmp_path / "handin"
+    src.mkdir()
+    (tmp_path / "reference.ipynb").write_text("the reference")
+    (src / "unit.ipynb").symlink_to(tmp_path / "reference.ipynb")
+    refused = collect_handin(src, tmp_path / "collected", HandinLimits(), released)
+    assert [r.line() for r in refused] == ["unit.ipynb: a symbolic link; not collected"]
+    nb = nbformat.read(str(tmp_path / "collected" / "unit.ipynb"), as_version=4)
+    assert "`unit.ipynb`: a symbolic link" in nb.cells[0].source and nb.cells[1].source == "# YOUR CODE HERE"
+    assert refusals_of(tmp_path / "collected") == ["unit.ipynb: a symbolic link; not collected"]
+    assert (tmp_path / "collected" / REFUSED).is_file()
+
+
+def test_lucy_autograde_grades_no_hand_in_that_holds_what_no_step_may_read(tmp_path):
+    course = tmp_path / "course"
+    ada, bea = course / "submitted" / "ada" / "unit", course / "submitted" / "bea" / "unit"
+    ada.mkdir(parents=True)
+    bea.mkdir(parents=True)
+    (ada / "unit.ipynb").write_text("{}")
+    (tmp_path / "source.ipynb").write_text("the reference")
+    (bea / "unit.ipynb").symlink_to(tmp_path / "source.ipynb")
+    refused, unsafe = _refused_at_hand_in(course, "unit")
+    assert refused == [] and unsafe == [("bea", "unit.ipynb: a symbolic link; not collected")]
+    assert not bea.exists() and (ada / "unit.ipynb").exists(), "moved aside, not deleted; ada untouched"
+    assert [p.name for p in bea.parent.iterdir()][0].startswith("unit.unsafe-")
+
+
+def test_safe_write_replaces_a_planted_link_instead_of_writing_through_it(tmp_path):
+    target = tmp_path / "target"
+    target.write_bytes(SECRET)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "page.html").symlink_to(target)
+    safe_write(folder, "page.html", b"<p>feedback</p>", mode=0o440)
+    assert target.read_bytes() == SECRET
+    page = folder / "page.html"
+    assert not page.is_symlink() and page.read_bytes() == b"<p>feedback</p>"
+    assert stat.S_IMODE(page.stat().st_mode) == 0o440

@@ -141,3 +141,13 @@ def test_safe_write_replaces_a_planted_link_instead_of_writing_through_it(tmp_pa
     page = folder / "page.html"
     assert not page.is_symlink() and page.read_bytes() == b"<p>feedback</p>"
     assert stat.S_IMODE(page.stat().st_mode) == 0o440
+
+
+def test_lucy_report_reads_no_autograded_hand_in_that_holds_a_link_and_names_it(tmp_path, capsys):
+    from lucy_runtime.educator.cli import main
+
+    folder = tmp_path / "autograded" / "bea" / "unit"
+    folder.mkdir(parents=True)
+    (folder / "evidence.json").symlink_to(tmp_path / "anything")
+    assert main(["report", "unit", "--course", str(tmp_path)]) == 2
+    assert "bea/unit: evidence.json: a symbolic link; not read" in capsys.readouterr().err

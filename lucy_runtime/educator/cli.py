@@ -219,6 +219,15 @@ def _report(args) -> int:
     if bool(args.assignment) == args.all:
         print("lucy report: name one ASSIGNMENT, or --all", file=sys.stderr)
         return 2
+    from ..grading.handin import scan
+
+    unsafe = [f"{folder.parent.name}/{folder.name}: {r.line('not read')}"
+              for folder in sorted((Path(args.course) / "autograded").glob(f"*/{'*' if args.all else args.assignment}"))
+              for r in scan(folder)]
+    if unsafe:  # only collect writes what autograde reads: something went around it
+        print("lucy report: autograded/ holds what no step may read (collect, then autograde, those learners "
+              "again):\n  " + "\n  ".join(unsafe), file=sys.stderr)
+        return 2
     try:
         report = class_report(Path(args.course), None if args.all else (args.assignment,))
     except LucyError as error:  # no course here, no gradebook, nothing graded yet

@@ -43,13 +43,15 @@ class Refusal:
     """Relative to the hand-in folder ('.' for the folder itself)."""
     why: str
 
-    def line(self) -> str:
-        return f"{self.path}: {self.why}; not collected"
+    def line(self, outcome: str = "not collected") -> str:
+        return f"{self.path}: {self.why}; {outcome}"
 
 
 @dataclass
 class _Walk:
     limits: HandinLimits
+    skip: frozenset[str] = frozenset()
+    dst_root: tuple[int, int] | None = None
     refused: list[Refusal] = field(default_factory=list)
     files: int = 0
     bytes: int = 0
@@ -86,9 +88,13 @@ def _walk(walk: _Walk, src_fd: int, dst_fd: int | None, rel: str, depth: int) ->
     names = _order(os.listdir(src_fd))
     for name in names:
         path = f"{rel}/{name}" if rel else name
+        if name in walk.skip:
+            continue
         try:
             st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
         except FileNotFoundError:
+            continue
+        if (st.st_dev, st.st_ino) == walk.dst_root:  # the copy is being made inside the folder copied
             continue
         why = _kind(st.st_mode, st.st_nlink)
         if why:
@@ -211,19 +217,22 @@ def scan(folder: str | os.PathLike, limits: HandinLimits = HandinLimits()) -> li
 
 
 def copy_regular_files(src: str | os.PathLike, dst: str | os.PathLike,
-                       limits: HandinLimits = HandinLimits()) -> list[Refusal]:
+                       limits: HandinLimits = HandinLimits(), skip: frozenset[str] = frozenset()) -> list[Refusal]:
     """Copy the folders and regular files of ``src`` into a new folder ``dst``; refuse the rest.
 
     ``dst`` must not exist. Links are never followed, in ``src`` or in ``dst``; the files are
-    written with mode 0644, the folders 0755. Returns what was refused (empty when all was taken).
+    written with mode 0644, the folders 0755; names in ``skip`` are left out at every level.
+    Returns what was refused (empty when all was taken).
     """
     fd, refused = _start(Path(src))
     if fd is None:
         return refused
-    walk = _Walk(limits)
+    walk = _Walk(limits, skip)
     try:
         os.mkdir(dst, 0o755)
         out = _open_dir(dst, None)
+        st = os.fstat(out)
+        walk.dst_root = (st.st_dev, st.st_ino)
         try:
             _walk(walk, fd, out, "", 0)
         finally:

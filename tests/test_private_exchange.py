@@ -239,7 +239,8 @@ def test_another_learner_cannot_list_read_change_or_remove_a_hand_in(handed_in):
                     f"echo x >> '{theirs}/{UNIT}.ipynb'",
                     f"rm -rf '{theirs}'",
                     f"mkdir {ada}/'{ADA}+{UNIT}+2099-04-01 00:00:00.000000 UTC+c2'",
-                    f"ls {handed_in.root}/{COURSE_ID}/feedback"):
+                    f"ls {handed_in.root}/{COURSE_ID}/feedback",
+                    f"ls {handed_in.home(ADA)}/.nbgrader-cache"):  # the cache: each hand-in and its secret
         done = as_account(CAL, ["bash", "-c", attempt], check=False)
         assert done.returncode != 0 and "Permission denied" in done.stderr, (attempt, done.stdout, done.stderr)
     assert (theirs / f"{UNIT}.ipynb").is_file()

@@ -189,6 +189,7 @@ class PrivateSubmit(_Private, ExchangeSubmit):
         self.log.info(f"Source: {self.src_path}")
         self.log.info(f"Destination: {dest}")
         self.check_filename_diff()
+        os.makedirs(self.cache, mode=0o700, exist_ok=True)
         for folder in (dest, cache):
             os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
             self.do_copy(self.src_path, folder)
@@ -506,7 +507,9 @@ def add(root: str | os.PathLike, course_id: str, learners: list[str], *, account
             except KeyError:
                 if not accounts:
                     raise LookupError(f"no account {learner}: make it, or add --accounts") from None
-                _run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", learner])
+                # a home only its learner enters: nbgrader's cache there holds each hand-in and its secret
+                _run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", "-K", "HOME_MODE=0700",
+                      learner])
             uid, gid = pwd.getpwnam(learner).pw_uid, _group_id(GRADERS) or -1
         _folder(inbound / learner, 0o2750, uid, gid)
         made.append(inbound / learner)

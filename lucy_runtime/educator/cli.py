@@ -327,6 +327,7 @@ def _exchange(args) -> int:
     """Make the course's exchange, give learners their folders, close or open hand-ins."""
     from traitlets.config.loader import PyFileConfigLoader
 
+    from ..errors import LucyError
     from ..grading import exchange
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(args.course).resolve())).load_config()
@@ -344,7 +345,7 @@ def _exchange(args) -> int:
             for name in args.names:
                 exchange.close(root, course_id, name, closed=args.action == "close")
                 print(f"{name}: hand-ins {'closed' if args.action == 'close' else 'open'}")
-    except (OSError, ValueError, LookupError) as error:
+    except (OSError, LucyError) as error:  # not root where it must be; no course folder; no such account
         print(f"lucy exchange {args.action}: {error}", file=sys.stderr)
         return 2
     return 0

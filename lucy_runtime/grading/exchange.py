@@ -50,6 +50,7 @@ import nbformat
 from nbgrader.utils import get_username, notebook_hash
 
 from lucy_runtime.engine.limits import GradingLimits
+from lucy_runtime.errors import ExchangeSetupFailed
 from lucy_runtime.grading.handin import HandinLimits, Refusal, copy_regular_files, safe_write
 
 DEFAULT_ROOT = "/srv/nbgrader/exchange"
@@ -379,7 +380,8 @@ class PrivateList(_Private, ExchangeList):
         m = re.match(r".*/(?P<course_id>[^/]*)/inbound/[^/]+/(?P<student_id>[^+/]*)\+(?P<assignment_id>[^+]*)"
                      r"\+(?P<timestamp>[^+]*)(?P<random_string>\+.*)?", assignment)
         if m is None:
-            raise RuntimeError(f"Could not read the hand-in name {assignment}")
+            self.fail(f"Could not read the hand-in name {assignment}")  # raises nbgrader's ExchangeError
+            return {}
         return m.groupdict()
 
 
@@ -423,9 +425,6 @@ class PrivateReleaseFeedback(_Private, ExchangeReleaseFeedback):
             safe_write(self.dest_path, name, Path(html).read_bytes(), mode=mode, owner=owner)
             self.log.info(f"Feedback released to: {os.path.join(self.dest_path, name)}")
 
-
-if sys.platform == "win32":  # pragma: no cover
-    raise ImportError("the course's exchange needs a POSIX file system")
 
 
 # --- making the exchange (as root, or as one educator trying it alone) ------------------------
@@ -494,19 +493,19 @@ def add(root: str | os.PathLike, course_id: str, learners: list[str], *, account
     inbound = Path(root) / course_id / "inbound"
     one_account = (Path(root) / course_id / ONE_ACCOUNT).exists()
     if not inbound.is_dir():
-        raise FileNotFoundError(f"the course {course_id} has no folder in the exchange {root}: "
+        raise ExchangeSetupFailed(f"the course {course_id} has no folder in the exchange {root}: "
                                 "run `lucy exchange create` first")
     made = []
     for learner in learners:
         if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", learner):
-            raise ValueError(f"{learner!r} is not a login name (lower-case letters, digits, '-' and '_')")
+            raise ExchangeSetupFailed(f"{learner!r} is not a login name (lower-case letters, digits, '-' and '_')")
         uid, gid = -1, -1
         if os.geteuid() == 0 and not one_account:
             try:
                 pwd.getpwnam(learner)
             except KeyError:
                 if not accounts:
-                    raise LookupError(f"no account {learner}: make it, or add --accounts") from None
+                    raise ExchangeSetupFailed(f"no account {learner}: make it, or add --accounts") from None
                 # a home only its learner enters: nbgrader's cache there holds each hand-in and its secret
                 _run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", "-K", "HOME_MODE=0700",
                       learner])

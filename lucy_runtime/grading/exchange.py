@@ -42,11 +42,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default import (
     Exchange, ExchangeCollect, ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeList,
     ExchangeReleaseAssignment, ExchangeReleaseFeedback, ExchangeSubmit,
 )
-import nbformat
 from nbgrader.utils import get_username, notebook_hash
 
 from lucy_runtime.engine.limits import GradingLimits
@@ -241,8 +242,15 @@ class PrivateCollect(_Private, ExchangeCollect):
                 record = self._path_to_record(os.path.join(folder, name))
                 record["folder"] = folder
                 self.candidates.setdefault(learner, []).append(record)
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            try:
+                self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
+            except MissingEntry:
+                self.duedate = None
         for records in self.candidates.values():
             records.sort(key=lambda r: r["timestamp"], reverse=True)
+            if self.before_duedate and self.duedate is not None:  # nbgrader's --before-duedate: on time first
+                records.sort(key=lambda r: r["timestamp"] > self.duedate)
         self.src_records = [records[0] for records in self.candidates.values()]
 
     def _acceptable(self, student: str) -> dict | None:

@@ -299,8 +299,9 @@ class PrivateCollect(_Private, ExchangeCollect):
                 existing = self.coursedir.get_existing_timestamp(dest)
                 if not (self.update and (existing is None or rec["timestamp"] > existing)) and not (
                         self.before_duedate and existing != rec["timestamp"]):
-                    self.log.info(f"Submission already exists, use --update to update: {student} "
-                                  f"{self.coursedir.assignment_id}")
+                    self.log.info(("No newer submission to collect: " if self.update else
+                                   "Submission already exists, use --update to update: ")
+                                  + f"{student} {self.coursedir.assignment_id}")
                     continue
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             staging = f"{dest}.collecting-{os.getpid()}"

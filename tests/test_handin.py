@@ -151,3 +151,28 @@ def test_lucy_report_reads_no_autograded_hand_in_that_holds_a_link_and_names_it(
     (folder / "evidence.json").symlink_to(tmp_path / "anything")
     assert main(["report", "unit", "--course", str(tmp_path)]) == 2
     assert "bea/unit: evidence.json: a symbolic link; not read" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes a device file (mknod)")
+def test_a_device_file_is_refused_without_being_opened(tmp_path):
+    src = tmp_path / "handin"
+    src.mkdir()
+    os.mknod(src / "zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))  # /dev/zero: reading it never ends
+    assert [r.line() for r in copy_regular_files(src, tmp_path / "copy")] == ["zero: a device file; not collected"]
+
+
+def test_lucy_exchange_says_in_one_line_what_to_do_when_the_course_has_no_exchange_yet(tmp_path, monkeypatch, capsys):
+    from lucy_runtime.educator.cli import main
+
+    (tmp_path / "nbgrader_config.py").write_text(
+        "from lucy_runtime.grading.exchange import configure\nc = get_config()\n"
+        "c.CourseDirectory.course_id = 'lucy-ch07'\nconfigure(c)\n")
+    monkeypatch.setenv("LUCY_EXCHANGE", str(tmp_path / "exchange"))
+    assert main(["exchange", "add", "ada", "--course", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"lucy exchange add: the course lucy-ch07 has no folder in the exchange {tmp_path / 'exchange'}: "
+                   "run `lucy exchange create` first"]
+    assert main(["exchange", "create", "--one-account", "--course", str(tmp_path)]) == 0
+    assert main(["exchange", "add", "Not A Name", "--course", str(tmp_path)]) == 2
+    assert "'Not A Name' is not a login name" in capsys.readouterr().err
+    assert not (tmp_path / "exchange" / "lucy-ch07" / "inbound" / "Not A Name").exists()

@@ -539,8 +539,8 @@ def write_environment_config(prefix: str | os.PathLike = sys.prefix) -> Path:
     folder = Path(prefix) / "etc" / "jupyter"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "nbgrader_config.py"
-    path.write_text(ENVIRONMENT_CONFIG, encoding="utf-8")
-    path.chmod(0o644)
+    if not path.is_file() or path.read_text(encoding="utf-8") != ENVIRONMENT_CONFIG:
+        safe_write(folder, path.name, ENVIRONMENT_CONFIG.encode())  # whole or not at all: others may be reading it
     return path
 
 

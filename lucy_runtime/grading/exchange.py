@@ -478,7 +478,7 @@ def create(root: str | os.PathLike, course_id: str, *, grader: str | None = None
     uid, gid = -1, -1
     if os.geteuid() == 0:
         if _group_id(GRADERS) is None:
-            _run(["groupadd", "--system", GRADERS])
+            _run(["groupadd", "--system", "--force", GRADERS])  # --force: made meanwhile by another is fine
         gid = _group_id(GRADERS) or -1
         if grader:
             _run(["usermod", "-a", "-G", GRADERS, grader])

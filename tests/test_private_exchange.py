@@ -36,6 +36,7 @@ pytestmark = [pytest.mark.nbgrader, pytest.mark.skipif(os.geteuid() != 0, reason
 UNIT = "ch07_unit_a"
 COURSE_ID = "lucy-ch07"
 ADA, BEA, CAL = "lucyt-ada", "lucyt-bea", "lucyt-cal"
+GRADER = "lucyt-grader"  # an account in the graders' group, as formgrader's on a hub
 SECRET = b"root-only-4f1c9e-" + os.urandom(8).hex().encode()
 
 
@@ -117,7 +118,7 @@ class Class:
 
 @pytest.fixture(scope="module")
 def cls():
-    made = [u for u in (ADA, BEA, CAL) if not _account_exists(u)]
+    made = [u for u in (ADA, BEA, CAL, GRADER) if not _account_exists(u)]
     work = Path(tempfile.mkdtemp(prefix="lucy-exchange-test-", dir="/tmp"))
     work.chmod(0o755)  # learners reach the exchange inside it, never the course
     course, root, secret = work / "course", work / "exchange", work / "root-only.txt"
@@ -132,6 +133,8 @@ def cls():
         exchange.write_environment_config()
         exchange.create(root, COURSE_ID)
         exchange.add(root, COURSE_ID, [ADA, BEA, CAL], accounts=True)
+        if GRADER in made:
+            subprocess.run(["useradd", "--no-create-home", "--groups", exchange.GRADERS, GRADER], check=True)
         for user in (ADA, BEA, CAL):
             for leftover in (UNIT, ".nbgrader-cache"):
                 shutil.rmtree(Path(pwd.getpwnam(user).pw_dir) / leftover, ignore_errors=True)
@@ -350,3 +353,13 @@ def test_formgrader_and_a_learners_list_find_the_exchange_with_nothing_typed(han
     listed = as_account(CAL, [str(Path(sys.executable).parent / "nbgrader"), "list"])
     assert f"{COURSE_ID} {UNIT}" in listed.stdout + listed.stderr
     assert "Unwritable directory" not in listed.stdout + listed.stderr
+
+
+def test_an_account_of_the_graders_group_lists_and_reads_every_hand_in_and_changes_none(handed_in):
+    ada = handed_in.inbound(ADA)
+    theirs = next(p for p in ada.iterdir() if "x1" in p.name)
+    listed = as_account(GRADER, ["ls", str(handed_in.root / COURSE_ID / "inbound"), str(ada)], cwd="/")
+    assert ADA in listed.stdout and theirs.name in listed.stdout
+    assert as_account(GRADER, ["cat", str(theirs / f"{UNIT}.ipynb")], cwd="/").stdout.startswith("{")
+    done = as_account(GRADER, ["bash", "-c", f"echo x >> '{theirs}/{UNIT}.ipynb'"], cwd="/", check=False)
+    assert done.returncode != 0 and "Permission denied" in done.stderr

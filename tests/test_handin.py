@@ -176,3 +176,16 @@ def test_lucy_exchange_says_in_one_line_what_to_do_when_the_course_has_no_exchan
     assert main(["exchange", "add", "Not A Name", "--course", str(tmp_path)]) == 2
     assert "'Not A Name' is not a login name" in capsys.readouterr().err
     assert not (tmp_path / "exchange" / "lucy-ch07" / "inbound" / "Not A Name").exists()
+
+
+def test_lucy_autograde_names_what_collect_refused_of_each_hand_in(tmp_path):
+    released = tmp_path / "release"
+    released.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), str(released / "unit.ipynb"))
+    src = tmp_path / "inbound"
+    src.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), str(src / "unit.ipynb"))
+    os.mkfifo(src / "pipe")
+    collect_handin(src, tmp_path / "course" / "submitted" / "ada" / "unit", HandinLimits(), released)
+    refused, unsafe = _refused_at_hand_in(tmp_path / "course", "unit")
+    assert refused == [("ada", "pipe: a FIFO (named pipe); not collected")] and unsafe == []

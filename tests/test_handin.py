@@ -186,6 +186,7 @@ def test_lucy_autograde_names_what_collect_refused_of_each_hand_in(tmp_path):
     src.mkdir()
     nbformat.write(nbformat.v4.new_notebook(), str(src / "unit.ipynb"))
     os.mkfifo(src / "pipe")
+    (tmp_path / "course" / "submitted" / "ada").mkdir(parents=True)
     collect_handin(src, tmp_path / "course" / "submitted" / "ada" / "unit", HandinLimits(), released)
     refused, unsafe = _refused_at_hand_in(tmp_path / "course", "unit")
     assert refused == [("ada", "pipe: a FIFO (named pipe); not collected")] and unsafe == []

@@ -190,3 +190,19 @@ def test_lucy_autograde_names_what_collect_refused_of_each_hand_in(tmp_path):
     collect_handin(src, tmp_path / "course" / "submitted" / "ada" / "unit", HandinLimits(), released)
     refused, unsafe = _refused_at_hand_in(tmp_path / "course", "unit")
     assert refused == [("ada", "pipe: a FIFO (named pipe); not collected")] and unsafe == []
+
+
+def test_an_exchange_made_again_with_reset_holds_nothing_of_the_try_out_before(tmp_path):
+    """The README's block run twice: its second run must not collect the first run's hand-ins."""
+    from lucy_runtime.grading import exchange
+
+    root = tmp_path / "exchange"
+    exchange.create(root, "lucy-ch07", one_account=True)
+    [ada] = exchange.add(root, "lucy-ch07", ["ada"])
+    (ada / "ada+ch07_unit_a+2026-01-01 00:00:00.000000 UTC+x").mkdir()
+    exchange.create(root, "lucy-ch07", one_account=True)
+    assert list(ada.iterdir()), "without --reset, what was handed in stays"
+    exchange.create(root, "lucy-ch07", one_account=True, reset=True)
+    assert not ada.exists()
+    exchange.add(root, "lucy-ch07", ["ada"])
+    assert list(ada.iterdir()) == [] and stat.S_IMODE(ada.stat().st_mode) == 0o2750

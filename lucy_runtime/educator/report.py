@@ -24,7 +24,7 @@ from pathlib import Path
 from ..cells import row_of
 from .course import REPO
 from ..errors import NothingToGrade
-from ..grading.gradebook import course_db_url
+from ..grading.gradebook import course_db_url, course_id
 from .cases import CASES, Case
 from .history import Movement, Run, record_run
 from .practice_cases import PRACTICE_CASES
@@ -280,12 +280,23 @@ def _closeness(failing: frozenset[str], signature: frozenset[str]) -> str | None
     return "; ".join(said)
 
 
+def is_trick(case: Case) -> bool:
+    """A case that tampers with the grader rather than gets the work wrong."""
+    return case.name.startswith("tamper-")
+
+
 def attribute(learners: dict[str, tuple[str, ...]], unit: str, signatures: Signatures,
               cases: tuple[Case, ...] = CASES + PRACTICE_CASES) -> tuple[Group, ...]:
-    """Group learners by the educator case their failing rows match exactly, largest group first."""
+    """Group learners by the educator case their failing rows match exactly, largest group first.
+
+    Failing rows alone cannot tell a trick from the honest mistake it rides on (a tamper that
+    rebinds ``grade`` fails exactly like a no-op ``finish``), so a tampering case is never named
+    here: the learner is said to fail like the honest case."""
     every_row = frozenset(unit_rows(unit))
     by_signature: dict[frozenset[str], list[Case]] = defaultdict(list)
     for case in cases:
+        if is_trick(case):
+            continue
         if case.unit == unit and case.name in signatures.failing and signatures.failing[case.name]:
             by_signature[signatures.failing[case.name]].append(case)
     notes = guide_notes()
@@ -390,4 +401,4 @@ def class_report(course: Path, assignments: tuple[str, ...] | None = None, *, si
     history = history or course / "reports" / "history.json"
     checkpoints = checkpoint_status(records or course / "checkpoints" / "records", students)
     parts = tuple(assignment_part(course, a, grades[a], students, signatures, history, checkpoints) for a in grades)
-    return ClassReport(course.name, parts, roster, signatures.stale, round(time.monotonic() - started, 2))
+    return ClassReport(course_id(course), parts, roster, signatures.stale, round(time.monotonic() - started, 2))

@@ -56,6 +56,12 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def _things(count: int) -> str:
+    """The headline list's heading counts what it holds."""
+    words = {1: "One thing", 2: "Two things", 3: "Three things"}
+    return words.get(count, f"{count} things") if count else "Nothing"
+
+
 def headlines(report: ClassReport, anonymized: bool, scrub: _Scrub) -> list[str]:
     """The three things to say to the class, each with a link to its evidence below."""
     said = []
@@ -97,8 +103,9 @@ def _rows_section(part: Part, anonymized: bool, scrub: _Scrub) -> str:
     html = [f'<h3 id="rows-{a}">1. Rows the class fails</h3>']
     if not part.rows:
         return html[0] + "<p>No acceptance row is graded in this assignment.</p>"
-    items = [(r.row, r.share, f"{r.passed}/{r.graded}") for r in part.rows]
-    html.append(share_bars(items, f"{a}: share of the class that passed each row"))
+    items = [(r.row, 1 - r.share, f"{r.graded - r.passed} of {r.graded} failed") for r in part.rows]
+    html.append("<p class=muted>Each bar: the share of the graded learners who <b>failed</b> the row.</p>"
+                + share_bars(items, f"{a}: share of the class that failed each row", good_below=0.2))
     failing: list[RowShare] = [r for r in part.rows if r.observations]
     for row in failing:
         groups = [g for g in row.observations if not anonymized or g.learners >= QUOTED_FROM]
@@ -205,6 +212,7 @@ def _scores_section(part: Part, anonymized: bool) -> str:
     html = [f'<h3 id="scores-{part.assignment}">5. Scores and progress</h3>',
             f"<p>{_n(len(scores), 'learner')}; mean {sum(scores) / max(len(scores), 1):.1f} of {most:g}; "
             f"{sum(s == most for s in scores)} with every point.</p>",
+            "<p class=muted>Each column: how many learners scored in that range of points.</p>",
             histogram(scores, 0.0, most or 1.0, f"{part.assignment}: learners per score")]
     if len(part.runs) > 1 and part.movement:
         m = part.movement
@@ -216,6 +224,7 @@ def _scores_section(part: Part, anonymized: bool) -> str:
                     f"mean {m.mean_before:.1f} → {m.mean_after:.1f}.</p>")
         if m.changes:
             low, high = min(min(m.changes), 0.0), max(max(m.changes), 0.0)
+            html.append("<p class=muted>Each column: how many learners' scores changed by that many points.</p>")
             html.append(histogram(list(m.changes), low, high if high > low else low + 1,
                                   f"{part.assignment}: change of each learner's score since the run before"))
     else:
@@ -233,7 +242,8 @@ def render(report: ClassReport, *, anonymized: bool) -> str:
     body = [f"<h1>What the class did: {escape(report.course)}</h1>",
             f"<p class=muted>{escape(', '.join(p.assignment for p in report.parts))} · "
             f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {edition}</p>",
-            '<section class="say"><h2 style="border:0;margin-top:0">Three things to say to the class</h2><ol>'
+            '<section class="say"><h2 style="border:0;margin-top:0">'
+            f"{_things(len(said))} to say to the class</h2><ol>"
             + "".join(f"<li>{line}</li>" for line in said) + "</ol>"
             + ("" if said else "<p>Nothing stands out: every row passed and every keyed prediction held.</p>")
             + "</section>"]

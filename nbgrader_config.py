@@ -65,12 +65,14 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput,
-    SaveAutoGrades,
 )
 
 from lucy_runtime.grading.kernel import SandboxedExecute  # noqa: E402
 from lucy_runtime.grading.inert_html import InertHTML  # noqa: E402
 from lucy_runtime.grading.sealed import SealedVerdicts  # noqa: E402
+# nbgrader's SaveAutoGrades, except that a written answer already graded by hand, whose text did not
+# change, stays graded when it is autograded again (lucy_runtime/grading/manual_grades.py).
+from lucy_runtime.grading.manual_grades import SaveAutoGradesKeepingManual  # noqa: E402
 
 # Learner code runs in a sandbox (lucy_runtime/grading/sandbox.py): the kernel and the sealed
 # re-check's children see only that submission, never source/, the gradebook or other
@@ -82,8 +84,8 @@ from lucy_runtime.grading.sealed import SealedVerdicts  # noqa: E402
 # (Markdown, raw cells, outputs, attachments, widget state) is cleaned with nh3, so nothing a
 # learner hands in runs in formgrader's grading page or in the feedback page.
 c.Autograde.autograde_preprocessors = [
-    SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata, InertHTML,
+    SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+    SaveAutoGradesKeepingManual, AssignLatePenalties, CheckCellMetadata, InertHTML,
 ]
 
 # Feedback shows each row's verdict and hint, never the hidden part of a test cell; InertHTML

@@ -443,6 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh-cases", action="store_true",
                    help="measure again the rows each educator case fails (after the cases or the rows changed)")
     p.set_defaults(func=_report)
+    from . import regrade_cli  # noqa: PLC0415 - each new subcommand keeps its own module
+
+    regrade_cli.add_to(sub)
     p = sub.add_parser("gradebook", help="check that the course's gradebook can be reached, or move it into an "
                                          "empty server database (SQLite to PostgreSQL)")
     p.add_argument("action", choices=("check", "migrate"))

@@ -1,0 +1,229 @@
+"""`lucy regrade` on a real nbgrader class whose grader changes between two gradings.
+
+One class of two learners, each failing ``finish-atomic`` (a no-op finish, a finish in two
+transactions), each with a written answer, is graded by nbgrader; the educator scores
+one written answer by hand. The grader then changes through the course's configuration
+(``c.SealedVerdicts.waived_rows``: the row earns its points unchecked), the way a
+course team fixes a row mid-term without touching source/; later the change is undone.
+The module's fixture plays the term once, in order, and keeps what each step left; the
+tests read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lucy_runtime.educator import regrade as regrade_module
+from lucy_runtime.educator.cases import by_name
+from lucy_runtime.educator.cli import main
+from lucy_runtime.educator.course import ScratchCourse, nbgrader
+from lucy_runtime.educator.regrade import Regrade, Released, read_grades, regrade
+from lucy_runtime.educator.verify import filled, with_written_answers
+from lucy_runtime.grading.gradebook import course_db_url
+
+pytestmark = pytest.mark.nbgrader
+
+UNIT = "ch07_unit_a"
+CLASS = {"bea": "noop-finish", "cal": "finish-two-transactions"}
+ROW = "row_finish_atomic"
+WRITTEN = "explain_worker_crash"
+FIXED = "finish-atomic failed correct work on a slow disk"
+UNDONE = "the waiver of finish-atomic was a mistake"
+
+
+def waive(root: Path, rows: dict[str, str]) -> None:
+    """The grader changes through the course's configuration (the last setting wins)."""
+    with (root / "nbgrader_config.py").open("a") as config:
+        config.write(f"\nc.SealedVerdicts.waived_rows = {rows!r}\n")
+
+
+def grade_by_hand(root: Path, student: str, cell: str, score: float) -> None:
+    """What formgrader does when the educator scores a written answer."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course_db_url(root)) as gb:
+        grade = gb.find_grade(cell, UNIT, UNIT, student)
+        grade.manual_score, grade.needs_manual_grade = score, False
+        gb.db.commit()
+
+
+def snapshot(root: Path) -> dict:
+    return {s: g for s, g in read_grades(course_db_url(root), UNIT, list(CLASS)).items()}
+
+
+def notebook_text(root: Path, student: str) -> str:
+    return (root / "autograded" / student / UNIT / f"{UNIT}.ipynb").read_text()
+
+
+def said(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@dataclass
+class Term:
+    course: ScratchCourse
+    graded: dict
+    half: dict
+    half_notebooks: dict
+    journal_after_stop: bool
+    first: Regrade
+    fixed: dict
+    second: tuple[int, str]
+    again: dict
+    stopped: tuple[int, str]
+    after_stop: dict
+    log_lines_after_stop: int
+    kept: Regrade
+    kept_grades: dict
+    lowered_course: ScratchCourse
+    lowered: Regrade
+    lowered_grades: dict
+    lowered_feedback: str
+
+
+class Stop(KeyboardInterrupt):
+    """The educator's Ctrl-C, between one learner's swap and the next."""
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory) -> Term:
+    root = tmp_path_factory.mktemp("regrade")
+    course = ScratchCourse(root / "course", units=(UNIT,))
+    release, source = course.release(UNIT), course.source(UNIT)
+    for student, case in CLASS.items():
+        course.submit(student, UNIT, with_written_answers(filled(release, source, by_name(case)), source))
+    course.autograde(UNIT)
+    grade_by_hand(course.root, "cal", WRITTEN, 2.0)
+    graded = snapshot(course.root)
+
+    waive(course.root, {"finish-atomic": FIXED})
+    real_swap, calls = regrade_module._swap_in, []
+
+    def swap_then_stop(*args, **kwargs):
+        if calls:
+            raise Stop()
+        calls.append(args)
+        real_swap(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(regrade_module, "_swap_in", swap_then_stop)
+        with pytest.raises(Stop):
+            regrade(course.root, UNIT, FIXED)
+    half = snapshot(course.root)
+    half_notebooks = {s: notebook_text(course.root, s) for s in CLASS}
+    journal = (course.root / ".lucy" / "regrade" / f"{UNIT}.json").exists()
+    first = regrade(course.root, UNIT, "this reason is not the one recorded: the stopped run's is")
+    fixed = snapshot(course.root)
+
+    second = said(["regrade", UNIT, "--reason", "the same grader again", "--course", str(course.root)])
+    again = snapshot(course.root)
+
+    nbgrader(["generate_feedback", UNIT, "--force"], cwd=course.root)  # released: the learners saw the raised scores
+    waive(course.root, {})
+    stopped = said(["regrade", UNIT, "--reason", UNDONE, "--course", str(course.root)])
+    after_stop = snapshot(course.root)
+    log_lines = len((course.root / "regrades.jsonl").read_text().splitlines())
+
+    lowered_course = course.copy(root / "lowered")
+    kept = regrade(course.root, UNIT, UNDONE, released=Released.KEEP_HIGHER)
+    kept_grades = snapshot(course.root)
+    lowered = regrade(lowered_course.root, UNIT, UNDONE, released=Released.LOWER_WITH_NOTE)
+    lowered_grades = snapshot(lowered_course.root)
+    nbgrader(["generate_feedback", UNIT, "--force"], cwd=lowered_course.root)
+    feedback = (lowered_course.root / "feedback" / "cal" / UNIT / f"{UNIT}.html").read_text()
+    return Term(course, graded, half, half_notebooks, journal, first, fixed, second, again, stopped, after_stop,
+                log_lines, kept, kept_grades, lowered_course, lowered, lowered_grades, feedback)
+
+
+def cell(grades, student: str, name: str):
+    return grades[student].cells[UNIT][name]
+
+
+def test_a_fixed_row_raises_those_who_failed_it_and_each_learner_is_shown_before_after_and_the_row(term):
+    for student in CLASS:
+        assert term.fixed[student].score == term.graded[student].score + 2
+        assert cell(term.fixed, student, ROW).score == 2 and cell(term.graded, student, ROW).score == 0
+    moved = {x.student: [(c.cell, c.before, c.after) for c in x.changes] for x in term.first.learners}
+    assert moved == {s: [(ROW, 0.0, 2.0)] for s in CLASS}
+    assert {x.student: (x.before, x.after) for x in term.first.learners} == \
+        {s: (term.graded[s].score, term.fixed[s].score) for s in CLASS}
+
+
+def test_a_score_given_by_hand_and_its_graded_state_survive_every_regrade(term):
+    for grades in (term.fixed, term.again, term.kept_grades, term.lowered_grades):
+        written = cell(grades, "cal", WRITTEN)
+        assert (written.manual, written.needs_manual) == (2.0, False)
+    assert cell(term.fixed, "bea", WRITTEN).needs_manual, "an answer nobody graded still waits for a grade"
+
+
+def test_a_second_regrade_with_the_same_grader_changes_nothing(term):
+    code, out = term.second
+    assert code == 0 and "0 of 2 learners' grades changed" in out, out
+    assert term.again == term.fixed
+    for student in CLASS:
+        assert f"{student}: {term.fixed[student].score:g} -> {term.fixed[student].score:g} of 25, unchanged" in out
+
+
+def test_a_regrade_stopped_between_learners_leaves_each_whole_and_running_it_again_finishes(term):
+    first, second = sorted(CLASS)
+    assert term.journal_after_stop
+    assert term.half[first] == term.fixed[first] and "waived by your educator" in term.half_notebooks[first]
+    assert term.half[second] == term.graded[second] and "waived by your educator" not in term.half_notebooks[second]
+    assert term.first.resumed and term.first.reason == FIXED
+    assert not (term.course.root / ".lucy" / "regrade" / UNIT).exists(), "the scratch course is gone once done"
+
+
+def test_a_released_score_never_falls_silently_the_regrade_stops_and_names_the_learners(term):
+    code, out = term.stopped
+    assert code == 1 and "STOPPED" in out and "nothing was changed" in out, out
+    assert "bea, cal" in out and "--released keep-higher" in out and "--released lower-with-note" in out
+    assert term.after_stop == term.again
+    assert term.log_lines_after_stop == 2, "a regrade that changed nothing done is not recorded as done"
+
+
+def test_keep_higher_keeps_the_released_score_as_the_educators_override(term):
+    for student in CLASS:
+        assert term.kept_grades[student].score == term.again[student].score
+        row = cell(term.kept_grades, student, ROW)
+        assert (row.auto, row.manual, row.needs_manual) == (0.0, 2.0, False)
+    assert all(x.decision == "kept the higher score" for x in term.kept.learners)
+
+
+def test_lower_with_note_lowers_the_score_and_the_feedback_says_why(term):
+    for student in CLASS:
+        assert term.lowered_grades[student].score == term.graded[student].score
+    assert "Regraded on" in term.lowered_feedback and UNDONE in term.lowered_feedback
+    assert "went from 2 to 0 after your feedback was released" in term.lowered_feedback
+
+
+def test_every_finished_regrade_is_recorded_with_its_reason_and_effect(term):
+    entries = [json.loads(line) for line in (term.course.root / "regrades.jsonl").read_text().splitlines()]
+    assert [(e["reason"], e["released"], e["resumed"]) for e in entries] == [
+        (FIXED, None, True), ("the same grader again", None, False), (UNDONE, "keep-higher", False)]
+    assert {c["student"]: c["changes"][0]["cell"] for c in entries[0]["changed"]} == {s: ROW for s in CLASS}
+    assert entries[1]["changed"] == [] and sorted(entries[1]["unchanged"]) == sorted(CLASS)
+
+
+def test_nbgrader_autograde_again_keeps_an_unchanged_graded_answer_graded_and_flags_a_changed_one(term, tmp_path):
+    course = term.course.copy(tmp_path / "resubmitted")
+    course.autograde(UNIT, "cal")  # plain `nbgrader autograde --force`, as a resubmission collected with --update
+    kept = cell(snapshot(course.root), "cal", WRITTEN)
+    nb = with_written_answers(filled(course.release(UNIT), course.source(UNIT), by_name("finish-two-transactions")),
+                              course.source(UNIT))
+    for c in nb.cells:
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == WRITTEN:
+            c.source += "\n\nOn second thought: the worker's claim is lost too."
+    course.submit("cal", UNIT, nb)
+    course.autograde(UNIT, "cal")
+    changed = cell(snapshot(course.root), "cal", WRITTEN)
+    assert (kept.manual, kept.needs_manual) == (2.0, False)
+    assert (changed.manual, changed.needs_manual) == (2.0, True), "a changed answer is graded again by hand"

@@ -227,3 +227,20 @@ def test_nbgrader_autograde_again_keeps_an_unchanged_graded_answer_graded_and_fl
     changed = cell(snapshot(course.root), "cal", WRITTEN)
     assert (kept.manual, kept.needs_manual) == (2.0, False)
     assert (changed.manual, changed.needs_manual) == (2.0, True), "a changed answer is graded again by hand"
+
+
+def test_the_report_draws_who_and_which_rows_moved_between_the_last_two_gradings(term, tmp_path):
+    from lucy_runtime.educator.report import class_report
+    from lucy_runtime.educator.report_html import write_report
+
+    report = class_report(term.lowered_course.root, (UNIT,))
+    moved = report.parts[0].movement
+    assert moved is not None and moved.why == f"regrade: {UNDONE}"
+    assert (moved.up, moved.down, moved.same) == (0, 2, 0) and moved.went_down == tuple(sorted(CLASS))
+    assert moved.rows_moved == (("finish-atomic", 2, 2, 0, 2),)
+    page = write_report(report, tmp_path, "moved").html.read_text()
+    section = page.split('id="moved-', 1)[1].split("</svg>", 1)[0]
+    assert "Down:</b> bea, cal" in section and "2 of 2 → 0 of 2 passed" in section and "<b>passed</b>" in section
+    kept = class_report(term.course.root, (UNIT,)).parts[0].movement
+    assert kept is not None and (kept.up, kept.down, kept.same) == (0, 0, 2), "kept scores, yet the row now fails"
+    assert kept.rows_moved == (("finish-atomic", 2, 2, 0, 2),)

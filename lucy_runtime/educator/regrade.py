@@ -47,6 +47,8 @@ import nbformat
 from ..errors import NothingToGrade
 from ..grading.gradebook import course_db_url, migrate
 from ..grading.manual_grades import ANSWERS
+from ..cells import row_of
+from .history import record_run
 from .parallel import Outcome, Status, autograde_class, submitted_students
 
 LOG = "regrades.jsonl"
@@ -149,7 +151,7 @@ def read_grades(db_url: str, assignment: str, students: list[str]) -> dict[str, 
                                         bool(g.needs_manual_grade)) for g in nb.grades} for nb in sub.notebooks},
                 {nb.name: {c.name: c.auto_comment for c in nb.comments} for nb in sub.notebooks},
                 {nb.name: nb.late_submission_penalty for nb in sub.notebooks},
-                sub.timestamp.isoformat() if sub.timestamp else None)
+                str(sub.timestamp))
     return found
 
 
@@ -286,6 +288,20 @@ def _swap_in(db_url: str, scratch: Path, root: Path, assignment: str, student: s
         shutil.rmtree(old, ignore_errors=True)
 
 
+def record_in_history(history: Path, assignment: str, grades: dict[str, Grades], why: str = "") -> None:
+    """A grading run for the class report's history (``history.py``): scores, submission times, row pass counts."""
+    rows: dict[str, list[int]] = {}
+    for g in grades.values():
+        for nb in g.cells.values():
+            for name, c in nb.items():
+                if name.startswith("row_") and c.auto is not None:
+                    count = rows.setdefault(row_of(name), [0, 0])
+                    count[0] += (c.auto or 0.0) >= c.max_score
+                    count[1] += 1
+    record_run(history, assignment, {s: (g.score, g.timestamp or "None") for s, g in grades.items()},
+               {r: (p, n) for r, (p, n) in rows.items()}, why)
+
+
 def _learner_json(x: LearnerRegrade) -> dict:
     return {**asdict(x), "changes": [asdict(c) for c in x.changes]}
 
@@ -354,6 +370,7 @@ def regrade(root: Path, assignment: str, reason: str, *, released: Released | No
                    "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                    "learners": [_learner_json(x) for x in learners],
                    "after": {s: asdict(g) for s, g in after.items()},
+                   "before": {s: asdict(g) for s, g in before.items() if s in after},
                    "overrides": overrides,
                    "swap": [x.student for x in learners if not _same(before.get(x.student), after[x.student])],
                    "done": [], "not_graded": [o.student for o in graded.unfinished], "never_graded": never}
@@ -372,6 +389,11 @@ def regrade(root: Path, assignment: str, reason: str, *, released: Released | No
         journal["done"].append(student)
         _atomic_json(journal_path, journal)
     learners = [_learner_from_json(x) for x in journal["learners"]]
+    history = root / "reports" / "history.json"
+    before_grades = {s: _grades_from_json(g) for s, g in journal["before"].items()}
+    after_grades = {**before_grades, **{s: _grades_from_json(g) for s, g in journal["after"].items()}}
+    record_in_history(history, assignment, before_grades)
+    record_in_history(history, assignment, after_grades, f"regrade: {reason}")
     log = root / LOG
     entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "assignment": assignment,
              "reason": reason, "released": journal["released"], "started": journal["started"], "resumed": resumed,

@@ -367,6 +367,7 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
         verdicts[student] = read_verdicts(notebook)
         if not verdicts[student]:
             problems.append(f"{student}: no sealed verdicts in {notebook.relative_to(course)} (observations unknown)")
+    shares = row_shares(grades, verdicts)
     groups = attribute({s: g.failing for s, g in grades.items()}, assignment, signatures)
     label = {s: g.label for g in groups for s in g.students}
     files: list[EvidenceFile] = [read_evidence(s, course / "submitted" / s / assignment / f"{assignment}_evidence.json")
@@ -378,8 +379,9 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
     learners = tuple(Learner(s, assignment, g.score, g.max_score, g.auto_score, g.auto_max, g.to_grade, g.failing,
                              label.get(s, ""), status[s], checkpoints.get(s, ""))
                      for s, g in sorted(grades.items()))
-    runs, movement = record_run(history, assignment, {s: (g.score, g.stamp) for s, g in grades.items()})
-    return Part(assignment, row_shares(grades, verdicts), groups, predictions,
+    runs, movement = record_run(history, assignment, {s: (g.score, g.stamp) for s, g in grades.items()},
+                                {r.row: (r.passed, r.graded) for r in shares})
+    return Part(assignment, shares, groups, predictions,
                 tuple((f.student, f.status) for f in files if not f.ok), learners,
                 tuple(s for s in students if s not in grades), runs, movement, tuple(problems))
 

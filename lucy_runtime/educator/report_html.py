@@ -222,6 +222,7 @@ def _scores_section(part: Part, anonymized: bool) -> str:
         html.append(f'<p id="movement-{part.assignment}">Since the run of {escape(m.since)}: <b>{m.up} up</b>, '
                     f"{m.down} down, {m.same} unchanged, {m.new} new, {m.gone} no longer graded; "
                     f"mean {m.mean_before:.1f} → {m.mean_after:.1f}.</p>")
+        html.append(_moved(part, m, anonymized))
         if m.changes:
             low, high = min(min(m.changes), 0.0), max(max(m.changes), 0.0)
             html.append("<p class=muted>Each column: how many learners' scores changed by that many points.</p>")
@@ -232,6 +233,26 @@ def _scores_section(part: Part, anonymized: bool) -> str:
                     "report shows how the class moved.</p>")
     if part.problems and not anonymized:
         html.append("<p class=warn>" + "<br>".join(escape(p) for p in part.problems) + "</p>")
+    return "".join(html)
+
+
+def _moved(part: Part, m, anonymized: bool) -> str:
+    """Who and which rows moved between the last two gradings (a regrade, a resubmission graded again)."""
+    a = part.assignment
+    html = [f'<h4 id="moved-{escape(a)}">What moved since the grading before'
+            + (f" ({escape(m.why)})" if m.why else "") + "</h4>"]
+    if not anonymized:
+        for label, who in (("Up", m.went_up), ("Down", m.went_down)):
+            if who:
+                html.append(f'<p data-moved="{label.lower()}"><b>{label}:</b> {escape(", ".join(who))}</p>')
+    if m.rows_moved:
+        html.append("<p class=muted>Rows whose pass rate moved. Each bar: the share of the graded learners who "
+                    "<b>passed</b> the row in the latest grading; the text gives it before and after.</p>")
+        items = [(row, p2 / g2 if g2 else 0.0, f"{p1} of {g1} → {p2} of {g2} passed")
+                 for row, p1, g1, p2, g2 in m.rows_moved]
+        html.append(share_bars(items, f"{a}: share of the class that passed each row whose pass rate moved"))
+    else:
+        html.append("<p>No row's pass rate moved.</p>")
     return "".join(html)
 
 

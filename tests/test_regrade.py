@@ -12,6 +12,7 @@ tests read it.
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 from dataclasses import dataclass
@@ -244,3 +245,41 @@ def test_the_report_draws_who_and_which_rows_moved_between_the_last_two_gradings
     kept = class_report(term.course.root, (UNIT,)).parts[0].movement
     assert kept is not None and (kept.up, kept.down, kept.same) == (0, 0, 2), "kept scores, yet the row now fails"
     assert kept.rows_moved == (("finish-atomic", 2, 2, 0, 2),)
+
+
+@pytest.fixture(scope="module")
+def exported(term, tmp_path_factory):
+    """The class exported for each LMS, after the educator imported a roster that lacks bea."""
+    course = term.course.copy(tmp_path_factory.mktemp("export") / "course")
+    roster = course.root / "roster.csv"
+    roster.write_text("id,first_name,last_name,email,lms_user_id\ncal,Cal,Nguyen,cal@example.org,4711\n")
+    nbgrader(["db", "student", "import", str(roster)], cwd=course.root)
+    said = {}
+    for lms in ("Canvas", "Moodle"):
+        said[lms] = nbgrader(["export", f"--exporter=lucy_runtime.grading.lms_export.{lms}Export",
+                              f"--to={course.root / f'{lms}.csv'}"], cwd=course.root)
+    rows = {lms: list(csv.reader(io.StringIO((course.root / f"{lms}.csv").read_text()))) for lms in said}
+    return course, rows, said
+
+
+def test_canvas_gets_its_gradebook_import_csv_with_the_written_answers_manual_scores(exported):
+    course, rows, _ = exported
+    canvas = rows["Canvas"]
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", UNIT]
+    assert canvas[1] == ["Points Possible", "", "", "", "", "25"]
+    score = snapshot(course.root)["cal"].score
+    assert cell(snapshot(course.root), "cal", WRITTEN).manual == 2.0
+    assert canvas[2:] == [["Nguyen, Cal", "4711", "", "cal", "", f"{score:g}"]]
+
+
+def test_moodle_gets_its_grade_import_csv_keyed_by_email_and_id_number(exported):
+    course, rows, _ = exported
+    assert rows["Moodle"][0] == ["First name", "Last name", "ID number", "Email address", UNIT]
+    assert rows["Moodle"][1:] == [["Cal", "Nguyen", "4711", "cal@example.org", f"{snapshot(course.root)['cal'].score:g}"]]
+
+
+def test_a_learner_missing_from_the_roster_is_named_and_everyone_else_is_still_written(exported):
+    _, rows, said = exported
+    for lms in ("Canvas", "Moodle"):
+        assert "Not on the roster, so left out" in said[lms] and "bea" in said[lms].split("left out")[1], said[lms]
+        assert not any("bea" in cell for row in rows[lms] for cell in row)

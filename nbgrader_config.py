@@ -88,6 +88,17 @@ c.Autograde.autograde_preprocessors = [
     SaveAutoGradesKeepingManual, AssignLatePenalties, CheckCellMetadata, InertHTML,
 ]
 
+# Due dates and late work (lucy_runtime/grading/late_work.py; the educator guide, "After grading").
+# `lucy autograde` and `lucy regrade` write these due dates into the gradebook before they grade; a
+# submission collected after its due date loses percent_per_day of its score per day late (a part of a
+# day counts as a day), through nbgrader's late-submission plugin API; feedback and exports show it.
+from lucy_runtime.grading.late_work import PercentPerDayLate  # noqa: E402
+
+c.DueDates.dates = {}  # e.g. {"ch07_unit_a": "2026-10-12 23:59:00 Europe/Berlin"}
+c.AssignLatePenalties.plugin_class = PercentPerDayLate
+c.PercentPerDayLate.percent_per_day = 10
+c.PercentPerDayLate.grace_minutes = 15
+
 # Feedback shows each row's verdict and hint, never the hidden part of a test cell; InertHTML
 # again, for notebooks autograded before it was in the list above.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, InertHTML, CSSHTMLHeaderPreprocessor]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
 import json
 from dataclasses import dataclass
@@ -283,3 +284,45 @@ def test_a_learner_missing_from_the_roster_is_named_and_everyone_else_is_still_w
     for lms in ("Canvas", "Moodle"):
         assert "Not on the roster, so left out" in said[lms] and "bea" in said[lms].split("left out")[1], said[lms]
         assert not any("bea" in cell for row in rows[lms] for cell in row)
+
+
+@pytest.fixture(scope="module")
+def late(term, tmp_path_factory):
+    """The class with a due date in its configuration; cal's resubmission comes two and a half days after it."""
+    from lucy_runtime.educator.parallel import autograde_class
+
+    course = term.course.copy(tmp_path_factory.mktemp("late") / "course")
+    with (course.root / "nbgrader_config.py").open("a") as config:
+        config.write(f"\nc.DueDates.dates = {{{UNIT!r}: '2026-01-01 00:00:00 UTC'}}\n")
+    (course.root / "submitted" / "bea" / UNIT / "timestamp.txt").write_text("2025-12-31 23:00:00.000000 UTC")
+    (course.root / "submitted" / "cal" / UNIT / "timestamp.txt").write_text("2026-01-03 12:00:00.000000 UTC")
+    graded = autograde_class(course.root, UNIT, jobs=1)
+    nbgrader(["generate_feedback", UNIT, "--force"], cwd=course.root)
+    return course, graded
+
+
+def penalties(root: Path) -> dict[str, float]:
+    return {s: sum(p or 0.0 for p in g.penalties.values()) for s, g in snapshot(root).items()}
+
+
+def test_a_late_submission_loses_the_stated_share_per_day_and_its_feedback_and_the_report_say_so(late):
+    from lucy_runtime.educator.report import class_report
+    from lucy_runtime.educator.report_html import render
+
+    course, graded = late
+    assert graded.ok
+    grades = snapshot(course.root)
+    assert penalties(course.root) == {"bea": 0.0, "cal": pytest.approx(0.3 * grades["cal"].score)}
+    feedback = (course.root / "feedback" / "cal" / UNIT / f"{UNIT}.html").read_text()
+    assert "Late submission penalty" in feedback
+    assert "Late submission penalty" not in (course.root / "feedback" / "bea" / UNIT / f"{UNIT}.html").read_text()
+    report = class_report(course.root, (UNIT,))
+    assert {x.student: x.late_penalty for x in report.parts[0].learners} == penalties(course.root)
+    page = html.unescape(render(report, anonymized=False))
+    assert "10% of the score per day late" in page and "15 minutes' grace" in page
+
+
+def test_a_resubmission_graded_again_keeps_the_written_answers_manual_score_and_graded_state(late):
+    course, _ = late
+    written = cell(snapshot(course.root), "cal", WRITTEN)
+    assert (written.manual, written.needs_manual) == (2.0, False)

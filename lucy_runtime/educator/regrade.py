@@ -46,6 +46,7 @@ import nbformat
 
 from ..errors import NothingToGrade
 from ..grading.gradebook import course_db_url, migrate
+from ..grading.late_work import apply_due_dates
 from ..grading.manual_grades import ANSWERS
 from ..cells import row_of
 from .history import record_run
@@ -329,6 +330,7 @@ def regrade(root: Path, assignment: str, reason: str, *, released: Released | No
         students = submitted_students(root, assignment)
         if not students:
             raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
+        apply_due_dates(root)
         before = read_grades(db_url, assignment, students)
         never = [s for s in students if s not in before]
         students = [s for s in students if s in before]

@@ -25,6 +25,7 @@ from ..cells import row_of
 from .course import REPO
 from ..errors import NothingToGrade
 from ..grading.gradebook import course_db_url, course_id
+from ..grading.late_work import policy
 from .cases import CASES, Case
 from .history import Movement, Run, record_run
 from .practice_cases import PRACTICE_CASES
@@ -96,6 +97,7 @@ class Learner:
     matched: str  # the group the learner's failing rows fall in (see Group.label)
     evidence: str  # "ok", "missing", "malformed: …"
     checkpoint: str  # "ready", "not ready" or "" (no record)
+    late_penalty: float = 0.0  # points the late policy took (nbgrader's late_submission_penalty); score is before it
 
 
 @dataclass(frozen=True)
@@ -140,17 +142,19 @@ class ClassReport:
     roster: tuple[str, ...]  # every id, name and email the gradebook holds: what the anonymized edition scrubs
     signatures_stale: bool
     seconds: float = 0.0
+    late_policy: str = ""
 
     def csv(self) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["student", "assignment", "score", "max_score", "autograded_score", "autograded_max",
-                         "written_answers_to_grade", "failing_rows", "matched_case", "evidence", "checkpoint"])
+                         "written_answers_to_grade", "failing_rows", "matched_case", "evidence", "checkpoint",
+                         "late_penalty"])
         for part in self.parts:
             for x in part.learners:
                 writer.writerow([x.student, x.assignment, f"{x.score:g}", f"{x.max_score:g}", f"{x.auto_score:g}",
                                  f"{x.auto_max:g}", x.to_grade, " ".join(x.failing), x.matched, x.evidence,
-                                 x.checkpoint])
+                                 x.checkpoint, f"{x.late_penalty:g}"])
         return out.getvalue()
 
 
@@ -166,6 +170,7 @@ class _Grades:
     failing: tuple[str, ...] = ()
     rows: tuple[str, ...] = ()
     stamp: str = ""
+    late_penalty: float = 0.0
 
 
 def read_gradebook(url: str, assignments: tuple[str, ...] | None) -> tuple[dict[str, dict[str, _Grades]], list[str],
@@ -200,11 +205,18 @@ def read_gradebook(url: str, assignments: tuple[str, ...] | None) -> tuple[dict[
                         g["failing"].append(row_of(cell))
             elif manual:
                 g["to_grade"] += 1
+        late = (gb.db.query(Assignment.name, SubmittedAssignment.student_id, SubmittedNotebook.late_submission_penalty)
+                .select_from(SubmittedNotebook)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id))
+        for name, student, penalty in late:
+            if name in found and student in found[name] and penalty:
+                found[name][student]["late"] = found[name][student].get("late", 0.0) + float(penalty)
         students = [s.id for s in gb.students]
         roster = tuple(sorted({str(v) for s in gb.students for v in (s.id, s.first_name, s.last_name, s.email) if v}))
         every = [a.name for a in gb.assignments]
     grades = {a: {s: _Grades(g["score"], g["max"], g["auto"], g["auto_max"], g["to_grade"], tuple(sorted(g["failing"])),
-                             tuple(g["rows"]), g["stamp"]) for s, g in found[a].items()}
+                             tuple(g["rows"]), g["stamp"], g.get("late", 0.0)) for s, g in found[a].items()}
               for a in (assignments or every) if a in found}
     return grades, students, roster
 
@@ -377,7 +389,7 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
     asked = prompts(release if release.exists() else REPO / "source" / assignment / f"{assignment}.ipynb")
     predictions = tuple(judge(p, files, KEYS.get(p.block)) for p in asked)
     learners = tuple(Learner(s, assignment, g.score, g.max_score, g.auto_score, g.auto_max, g.to_grade, g.failing,
-                             label.get(s, ""), status[s], checkpoints.get(s, ""))
+                             label.get(s, ""), status[s], checkpoints.get(s, ""), g.late_penalty)
                      for s, g in sorted(grades.items()))
     runs, movement = record_run(history, assignment, {s: (g.score, g.stamp) for s, g in grades.items()},
                                 {r.row: (r.passed, r.graded) for r in shares})
@@ -403,4 +415,5 @@ def class_report(course: Path, assignments: tuple[str, ...] | None = None, *, si
     history = history or course / "reports" / "history.json"
     checkpoints = checkpoint_status(records or course / "checkpoints" / "records", students)
     parts = tuple(assignment_part(course, a, grades[a], students, signatures, history, checkpoints) for a in grades)
-    return ClassReport(course_id(course), parts, roster, signatures.stale, round(time.monotonic() - started, 2))
+    return ClassReport(course_id(course), parts, roster, signatures.stale, round(time.monotonic() - started, 2),
+                       policy(course))

@@ -194,12 +194,14 @@ def _predictions_section(part: Part, anonymized: bool, scrub: _Scrub) -> str:
 
 def _learners_section(part: Part) -> str:
     head = ("<tr><th>learner</th><th>score</th><th>autograded</th><th>written answers to grade</th>"
-            "<th>failing rows</th><th>fails like</th><th>evidence</th><th>checkpoint</th></tr>")
+            "<th>failing rows</th><th>fails like</th><th>evidence</th><th>checkpoint</th><th>late penalty</th></tr>")
     rows = "".join(
         f'<tr data-student="{escape(x.student)}" data-score="{x.score:g}"><td>{escape(x.student)}</td>'
         f'<td class="n">{x.score:g} / {x.max_score:g}</td><td class="n">{x.auto_score:g} / {x.auto_max:g}</td>'
         f'<td class="n">{x.to_grade}</td><td>{escape(", ".join(x.failing)) or "–"}</td><td>{escape(x.matched)}</td>'
-        f"<td>{escape(x.evidence)}</td><td>{escape(x.checkpoint) or '–'}</td></tr>" for x in part.learners)
+        f"<td>{escape(x.evidence)}</td><td>{escape(x.checkpoint) or '–'}</td>"
+        f'<td class="n" data-late="{x.late_penalty:g}">{f"−{x.late_penalty:g}" if x.late_penalty else "–"}</td></tr>'
+        for x in part.learners)
     missing = (f"<p>In the gradebook, no graded submission from: {escape(', '.join(part.not_handed_in))}.</p>"
                if part.not_handed_in else "")
     return (f'<h3 id="learners-{part.assignment}">4. Per learner</h3>'
@@ -263,6 +265,8 @@ def render(report: ClassReport, *, anonymized: bool) -> str:
     body = [f"<h1>What the class did: {escape(report.course)}</h1>",
             f"<p class=muted>{escape(', '.join(p.assignment for p in report.parts))} · "
             f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {edition}</p>",
+            f'<p class=muted id="late-policy">Late policy: {escape(report.late_policy or "not stated")}. Scores '
+            "are before any late penalty; the per-learner table gives the penalty.</p>",
             '<section class="say"><h2 style="border:0;margin-top:0">'
             f"{_things(len(said))} to say to the class</h2><ol>"
             + "".join(f"<li>{line}</li>" for line in said) + "</ol>"

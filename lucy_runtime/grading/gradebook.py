@@ -62,9 +62,8 @@ def course_id(root: Path) -> str:
     return _course_directory(root).course_id or Path(root).resolve().name
 
 
-def _course_directory(root: Path):
-    # Deferred: nbgrader takes seconds to import; only this function needs it.
-    from nbgrader.coursedir import CourseDirectory  # noqa: PLC0415
+def course_config(root: Path):
+    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it (a traitlets ``Config``)."""
     from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader  # noqa: PLC0415
 
     root = Path(root).resolve()
@@ -73,7 +72,14 @@ def _course_directory(root: Path):
     except ConfigFileNotFound:
         raise GradebookUnreadable(f"{root} has no nbgrader_config.py: is it a course directory?") from None
     config.CourseDirectory.root = str(root)
-    return CourseDirectory(config=config)
+    return config
+
+
+def _course_directory(root: Path):
+    # Deferred: nbgrader takes seconds to import; only this function needs it.
+    from nbgrader.coursedir import CourseDirectory  # noqa: PLC0415
+
+    return CourseDirectory(config=course_config(root))
 
 
 def _where(url) -> str:

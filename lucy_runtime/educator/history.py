@@ -90,10 +90,13 @@ def record_run(path: Path, assignment: str, now: dict[str, tuple[float, str]],
 def movement(before: Run, after: Run) -> Movement:
     both = sorted(set(before.scores) & set(after.scores))
     changes = tuple(after.scores[s] - before.scores[s] for s in both)
-    moved = tuple((row, *before.rows[row], *after.rows[row]) for row in sorted(set(before.rows) & set(after.rows))
-                  if before.rows[row][0] * after.rows[row][1] != after.rows[row][0] * before.rows[row][1])
+    moved: list[tuple[str, int, int, int, int]] = []
+    for row in sorted(set(before.rows) & set(after.rows)):
+        (p1, g1), (p2, g2) = before.rows[row], after.rows[row]
+        if p1 * g2 != p2 * g1:  # the pass rate moved
+            moved.append((row, p1, g1, p2, g2))
     return Movement(before.recorded_at, sum(c > 0 for c in changes), sum(c < 0 for c in changes),
                     sum(c == 0 for c in changes), len(set(after.scores) - set(before.scores)),
                     len(set(before.scores) - set(after.scores)), before.mean, after.mean, changes,
                     tuple(s for s in both if after.scores[s] > before.scores[s]),
-                    tuple(s for s in both if after.scores[s] < before.scores[s]), moved, after.why)
+                    tuple(s for s in both if after.scores[s] < before.scores[s]), tuple(moved), after.why)

@@ -31,6 +31,7 @@ import csv
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import Callable
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import ExportPlugin
@@ -98,16 +99,41 @@ def _write(dest: str, rows: list[list[str]]) -> None:
     os.replace(tmp, dest)
 
 
+CANVAS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+MOODLE = ("First name", "Last name", "ID number", "Email address")
+
+
+def _in_order(table: Table) -> list[Learner]:
+    return sorted(table.learners, key=lambda x: (x.last_name, x.first_name, x.id))
+
+
+def canvas_rows(table: Table) -> list[list[str]]:
+    """Canvas's gradebook import: its export's columns, and a Points Possible row under the header."""
+    rows = [[*CANVAS, *(name for name, _ in table.assignments)],
+            ["Points Possible", "", "", "", "", *(_number(most) for _, most in table.assignments)]]
+    for x in _in_order(table):
+        name = ", ".join(n for n in (x.last_name, x.first_name) if n) or x.id
+        rows.append([name, x.lms_user_id, "", x.id, "", *(_number(table.scores[x.id][a]) for a, _ in table.assignments)])
+    return rows
+
+
+def moodle_rows(table: Table) -> list[list[str]]:
+    """Moodle's grade import: a learner identified by email or ID number, a column per grade item."""
+    rows = [[*MOODLE, *(name for name, _ in table.assignments)]]
+    for x in _in_order(table):
+        rows.append([x.first_name, x.last_name, x.lms_user_id, x.email,
+                     *(_number(table.scores[x.id][a]) for a, _ in table.assignments)])
+    return rows
+
+
 class _LmsExport(ExportPlugin):
     default_to = "grades.csv"
-
-    def rows(self, table: Table) -> list[list[str]]:
-        raise NotImplementedError
+    layout: Callable[[Table], list[list[str]]]
 
     def export(self, gradebook: Gradebook) -> None:
         dest = self.to or self.default_to
         table = read_table(gradebook, [str(a) for a in self.assignment], [str(s) for s in self.student])
-        _write(dest, self.rows(table))
+        _write(dest, type(self).layout(table))
         self.log.info("Wrote %d learners and %d assignments to %s", len(table.learners), len(table.assignments), dest)
         if table.off_roster:
             self.log.warning("Not on the roster, so left out (the LMS could not match them): %s. Import them with "
@@ -122,27 +148,11 @@ class CanvasExport(_LmsExport):
     """Canvas's gradebook import CSV."""
 
     default_to = "canvas-grades.csv"
-    HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-
-    def rows(self, table: Table) -> list[list[str]]:
-        rows = [[*self.HEADER, *(name for name, _ in table.assignments)],
-                ["Points Possible", "", "", "", "", *(_number(most) for _, most in table.assignments)]]
-        for x in sorted(table.learners, key=lambda x: (x.last_name, x.first_name, x.id)):
-            name = ", ".join(n for n in (x.last_name, x.first_name) if n) or x.id
-            rows.append([name, x.lms_user_id, "", x.id, "",
-                         *(_number(table.scores[x.id][a]) for a, _ in table.assignments)])
-        return rows
+    layout = staticmethod(canvas_rows)
 
 
 class MoodleExport(_LmsExport):
     """Moodle's grade import CSV (map Email address, or ID number, to the user at import)."""
 
     default_to = "moodle-grades.csv"
-    HEADER = ("First name", "Last name", "ID number", "Email address")
-
-    def rows(self, table: Table) -> list[list[str]]:
-        rows = [[*self.HEADER, *(name for name, _ in table.assignments)]]
-        for x in sorted(table.learners, key=lambda x: (x.last_name, x.first_name, x.id)):
-            rows.append([x.first_name, x.last_name, x.lms_user_id, x.email,
-                         *(_number(table.scores[x.id][a]) for a, _ in table.assignments)])
-        return rows
+    layout = staticmethod(moodle_rows)

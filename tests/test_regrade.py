@@ -16,12 +16,14 @@ import csv
 import html
 import io
 import json
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from lucy_runtime.educator import regrade as regrade_module
 from lucy_runtime.educator.cases import by_name
 from lucy_runtime.educator.cli import main
 from lucy_runtime.educator.course import ScratchCourse, nbgrader
@@ -92,8 +94,24 @@ class Term:
     lowered_feedback: str
 
 
-class Stop(KeyboardInterrupt):
-    """The educator's Ctrl-C, between one learner's swap and the next."""
+DIES_AFTER_ONE_SWAP = """
+import os, signal, sys
+from pathlib import Path
+from lucy_runtime.educator import regrade as module
+
+real_swap, calls = module._swap_in, []
+
+
+def swap_then_die(*args, **kwargs):
+    if calls:
+        os.kill(os.getpid(), signal.SIGKILL)  # the machine goes down between one learner's swap and the next
+    calls.append(args)
+    real_swap(*args, **kwargs)
+
+
+module._swap_in = swap_then_die
+module.regrade(Path(sys.argv[1]), sys.argv[2], sys.argv[3])
+"""
 
 
 @pytest.fixture(scope="module")
@@ -108,18 +126,9 @@ def term(tmp_path_factory) -> Term:
     graded = snapshot(course.root)
 
     waive(course.root, {"finish-atomic": FIXED})
-    real_swap, calls = regrade_module._swap_in, []
-
-    def swap_then_stop(*args, **kwargs):
-        if calls:
-            raise Stop()
-        calls.append(args)
-        real_swap(*args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(regrade_module, "_swap_in", swap_then_stop)
-        with pytest.raises(Stop):
-            regrade(course.root, UNIT, FIXED)
+    died = subprocess.run([sys.executable, "-c", DIES_AFTER_ONE_SWAP, str(course.root), UNIT, FIXED], cwd=course.root,
+                          capture_output=True, text=True, timeout=900)
+    assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
     half = snapshot(course.root)
     half_notebooks = {s: notebook_text(course.root, s) for s in CLASS}
     journal = (course.root / ".lucy" / "regrade" / f"{UNIT}.json").exists()

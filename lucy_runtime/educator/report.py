@@ -25,7 +25,6 @@ from ..cells import row_of
 from .course import REPO
 from ..errors import NothingToGrade
 from ..grading.gradebook import course_db_url, course_id
-from ..grading.late_work import policy
 from .cases import CASES, Case
 from .history import Movement, Run, record_run
 from .practice_cases import PRACTICE_CASES
@@ -415,5 +414,7 @@ def class_report(course: Path, assignments: tuple[str, ...] | None = None, *, si
     history = history or course / "reports" / "history.json"
     checkpoints = checkpoint_status(records or course / "checkpoints" / "records", students)
     parts = tuple(assignment_part(course, a, grades[a], students, signatures, history, checkpoints) for a in grades)
+    from ..grading.late_work import policy  # noqa: PLC0415 - deferred: it loads nbgrader, as read_gradebook does
+
     return ClassReport(course_id(course), parts, roster, signatures.stale, round(time.monotonic() - started, 2),
                        policy(course))

@@ -335,3 +335,11 @@ def test_a_resubmission_graded_again_keeps_the_written_answers_manual_score_and_
     course, _ = late
     written = cell(snapshot(course.root), "cal", WRITTEN)
     assert (written.manual, written.needs_manual) == (2.0, False)
+
+
+def test_a_regrade_without_a_reason_or_outside_a_course_says_so_in_one_line_and_changes_nothing(tmp_path):
+    code, out = said(["regrade", UNIT, "--reason", "  ", "--course", str(tmp_path)])
+    assert code == 2 and "say why, in one line, with --reason" in out
+    code, out = said(["regrade", UNIT, "--reason", "a fix", "--course", str(tmp_path)])
+    assert code == 2 and out.startswith("lucy regrade: ") and "no nbgrader_config.py" in out and len(out.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -165,3 +165,23 @@ def test_a_report_names_the_course_by_its_id_counts_its_headlines_and_its_row_ba
     bars = page.split('id="rows-', 1)[1].split("</svg>", 1)[0]
     assert "failed each row" in bars and "passed each row" not in bars
     assert "3 of 4 failed" in bars and "0 of 4 failed" in bars
+
+
+def test_a_tamper_is_named_only_for_a_submission_that_holds_its_trick(tmp_path):
+    import nbformat
+
+    from lucy_runtime.educator.cases import by_name
+    from lucy_runtime.educator.report import tricks_shown
+    from lucy_runtime.educator.verify import filled
+
+    release = nbformat.read(str(REPO / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
+    source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
+    signatures = load()
+    assert signatures is not None
+    for student, case in (("honest", "noop-finish"), ("bare", "finish-bare-pass"), ("trick", "tamper-with-checker")):
+        folder = tmp_path / "submitted" / student / UNIT
+        folder.mkdir(parents=True)
+        nbformat.write(filled(release, source, by_name(case)), str(folder / f"{UNIT}.ipynb"))
+    rows = tuple(sorted(signatures.failing["noop-finish"]))
+    found = tricks_shown(tmp_path, UNIT, {"honest": rows, "bare": rows, "trick": rows}, signatures)
+    assert found == {"trick": ("tamper-with-checker",)}

@@ -296,6 +296,39 @@ def is_trick(case: Case) -> bool:
     return case.name.startswith("tamper-")
 
 
+def _code_lines(notebook: Path) -> set[str]:
+    """Every stripped line of the code cells of a notebook file (nothing when it cannot be read)."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+        sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+                   for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {line.strip() for text in sources for line in text.splitlines() if line.strip()}
+
+
+def shows_trick(submitted: Path, case: Case, reference: Path) -> bool:
+    """The submission holds every line the trick case adds to the reference: only then is the trick named."""
+    added = {line.strip() for e in case.edits for line in e.new.splitlines() if line.strip()} - _code_lines(reference)
+    return bool(added) and added <= _code_lines(submitted)
+
+
+def tricks_shown(course: Path, assignment: str, failing: dict[str, tuple[str, ...]], signatures: Signatures,
+                 cases: tuple[Case, ...] = CASES + PRACTICE_CASES) -> dict[str, tuple[str, ...]]:
+    """student → the trick cases whose rows they fail and whose code their submission holds."""
+    reference = course / "source" / assignment / f"{assignment}.ipynb"
+    reference = reference if reference.exists() else REPO / "source" / assignment / f"{assignment}.ipynb"
+    tricks = [c for c in cases if is_trick(c) and c.unit == assignment and signatures.failing.get(c.name)]
+    found = {}
+    for student, rows in failing.items():
+        submitted = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+        named = tuple(c.name for c in tricks if signatures.failing[c.name] == frozenset(rows)
+                      and shows_trick(submitted, c, reference))
+        if named:
+            found[student] = named
+    return found
+
+
 def attribute(learners: dict[str, tuple[str, ...]], unit: str, signatures: Signatures,
               cases: tuple[Case, ...] = CASES + PRACTICE_CASES) -> tuple[Group, ...]:
     """Group learners by the educator case their failing rows match exactly, largest group first.
@@ -381,6 +414,9 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
     shares = row_shares(grades, verdicts)
     groups = attribute({s: g.failing for s, g in grades.items()}, assignment, signatures)
     label = {s: g.label for g in groups for s in g.students}
+    for student, names in tricks_shown(course, assignment, {s: g.failing for s, g in grades.items()},
+                                       signatures).items():
+        label[student] += f"; the submission holds the trick of {' and '.join(names)}"
     files: list[EvidenceFile] = [read_evidence(s, course / "submitted" / s / assignment / f"{assignment}_evidence.json")
                                  for s in sorted(grades)]
     status = {f.student: f.status for f in files}

@@ -72,12 +72,14 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput,
-    SaveAutoGrades,
 )
 
 from lucy_runtime.grading.kernel import SandboxedExecute  # noqa: E402
 from lucy_runtime.grading.inert_html import InertHTML  # noqa: E402
 from lucy_runtime.grading.sealed import SealedVerdicts  # noqa: E402
+# nbgrader's SaveAutoGrades, except that a written answer already graded by hand, whose text did not
+# change, stays graded when it is autograded again (lucy_runtime/grading/manual_grades.py).
+from lucy_runtime.grading.manual_grades import SaveAutoGradesKeepingManual  # noqa: E402
 
 # Learner code runs in a sandbox (lucy_runtime/grading/sandbox.py): the kernel and the sealed
 # re-check's children see only that submission, never source/, the gradebook or other
@@ -91,9 +93,20 @@ from lucy_runtime.grading.sealed import SealedVerdicts  # noqa: E402
 # formgrader's server adds the second part (lucy_runtime/grading/page_headers.py, enabled by
 # `make formgrader`): learner files served sandboxed as downloads, a script policy on the grading page.
 c.Autograde.autograde_preprocessors = [
-    SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata, InertHTML,
+    SandboxedExecute, SealedVerdicts, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+    SaveAutoGradesKeepingManual, AssignLatePenalties, CheckCellMetadata, InertHTML,
 ]
+
+# Due dates and late work (lucy_runtime/grading/late_work.py; the educator guide, "After grading").
+# `lucy autograde` and `lucy regrade` write these due dates into the gradebook before they grade; a
+# submission collected after its due date loses percent_per_day of its score per day late (a part of a
+# day counts as a day), through nbgrader's late-submission plugin API; feedback and exports show it.
+from lucy_runtime.grading.late_work import PercentPerDayLate  # noqa: E402
+
+c.DueDates.dates = {}  # e.g. {"ch07_unit_a": "2026-10-12 23:59:00 Europe/Berlin"}
+c.AssignLatePenalties.plugin_class = PercentPerDayLate
+c.PercentPerDayLate.percent_per_day = 10
+c.PercentPerDayLate.grace_minutes = 15
 
 # Feedback shows each row's verdict and hint, never the hidden part of a test cell; InertHTML
 # again, for notebooks autograded before it was in the list above.

@@ -75,7 +75,7 @@ def store(tmp_path: Path) -> Store:
 # fresh clone 11:01 against 10:27 and 10:35 in this order.
 LONGEST_FIRST = ("test_grader_nbgrader", "test_hostile_class", "test_readme_educator", "test_alternatives",
                  "test_private_exchange",
-                 "test_parallel_autograde",
+                 "test_parallel_autograde", "test_regrade",
                  "test_class_report", "test_cluster_grading", "test_grader_self_checks", "test_checkpoint",
                  "test_grading_isolation", "test_book_site", "test_failed_release_changes_nothing", "test_browser",
                  "test_browser_safety", "test_rows", "test_cli", "test_crash_injection", "test_educator_cycle",

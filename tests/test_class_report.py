@@ -99,8 +99,9 @@ def matched(report: ClassReport) -> dict[str, str]:
 def test_each_planted_case_is_named_and_the_rest_fall_in_honest_groups(graded):
     groups = {g.label: g for g in graded.report.parts[0].groups}
     named = matched(graded.report)
-    # noop-finish fails exactly the rows finish-bare-pass (and a tamper case) fails: the group names them all.
+    # noop-finish fails exactly the rows finish-bare-pass fails: the group names both (and never the tamper case that fails them too).
     assert "noop-finish" in named["bea_m"].split(" or ") and "finish-bare-pass" in named["bea_m"].split(" or ")
+    assert "tamper" not in named["bea_m"]
     assert named["cal_n"] == "finish-two-transactions"
     assert named["dan_o"] == "admit-no-duplicate-check"
     assert named["eve_p"] == "matches no known case"

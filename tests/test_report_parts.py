@@ -137,3 +137,51 @@ def test_lucy_report_without_a_course_or_an_assignment_says_so_and_exits_2(tmp_p
     assert "has no nbgrader_config.py" in capsys.readouterr().err
     assert main(["report", "--course", str(tmp_path)]) == 2
     assert "name one ASSIGNMENT, or --all" in capsys.readouterr().err
+
+
+def test_a_learner_whose_rows_fail_like_a_tamper_is_said_to_fail_like_the_honest_case_never_the_trick():
+    # The measured signatures: tamper-with-checker fails exactly the rows noop-finish and finish-bare-pass fail.
+    signatures = load()
+    assert signatures is not None
+    rows = tuple(sorted(signatures.failing["noop-finish"]))
+    assert signatures.failing["tamper-with-checker"] == signatures.failing["noop-finish"]
+    (group,) = [g for g in attribute({"honest": rows}, UNIT, signatures) if g.kind == "case"]
+    assert "noop-finish" in group.cases and not any(c.startswith("tamper") for c in group.cases), group.cases
+    assert "tamper" not in group.description + group.label
+
+
+def test_a_report_names_the_course_by_its_id_counts_its_headlines_and_its_row_bars_count_failures():
+    from lucy_runtime.educator.report import ClassReport, Part, RowShare
+    from lucy_runtime.educator.report_html import render
+
+    part = Part(UNIT, (RowShare("finish-atomic", passed=1, graded=4, observations=()),
+                       RowShare("claim-one", passed=4, graded=4, observations=())),
+                (), (), (), (), (), (), None, ())
+    page = render(ClassReport("lucy-ch07", (part,), (), False), anonymized=False)
+    assert "<title>What the class did: lucy-ch07</title>" in page
+    said = page.split('<section class="say">', 1)[1].split("</section>", 1)[0]
+    assert said.count("<li>") == 1 and "One thing to say" in said, said
+    assert "Three things" not in page
+    bars = page.split('id="rows-', 1)[1].split("</svg>", 1)[0]
+    assert "failed each row" in bars and "passed each row" not in bars
+    assert "3 of 4 failed" in bars and "0 of 4 failed" in bars
+
+
+def test_a_tamper_is_named_only_for_a_submission_that_holds_its_trick(tmp_path):
+    import nbformat
+
+    from lucy_runtime.educator.cases import by_name
+    from lucy_runtime.educator.report import tricks_shown
+    from lucy_runtime.educator.verify import filled
+
+    release = nbformat.read(str(REPO / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
+    source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
+    signatures = load()
+    assert signatures is not None
+    for student, case in (("honest", "noop-finish"), ("bare", "finish-bare-pass"), ("trick", "tamper-with-checker")):
+        folder = tmp_path / "submitted" / student / UNIT
+        folder.mkdir(parents=True)
+        nbformat.write(filled(release, source, by_name(case)), str(folder / f"{UNIT}.ipynb"))
+    rows = tuple(sorted(signatures.failing["noop-finish"]))
+    found = tricks_shown(tmp_path, UNIT, {"honest": rows, "bare": rows, "trick": rows}, signatures)
+    assert found == {"trick": ("tamper-with-checker",)}

@@ -514,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="create: every learner is a folder of your own account (a try-out on one machine)")
     p.add_argument("--reset", action="store_true", help="create: empty the course's exchange first")
     p.set_defaults(func=_exchange)
+    from . import regrade_cli  # noqa: PLC0415 - each new subcommand keeps its own module
+
+    regrade_cli.add_to(sub)
     p = sub.add_parser("gradebook", help="check that the course's gradebook can be reached, or move it into an "
                                          "empty server database (SQLite to PostgreSQL)")
     p.add_argument("action", choices=("check", "migrate"))

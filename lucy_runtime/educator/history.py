@@ -14,7 +14,7 @@ import datetime as dt
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -23,6 +23,8 @@ class Run:
     recorded_at: str
     scores: dict[str, float]
     stamps: dict[str, str]
+    rows: dict[str, list[int]] = field(default_factory=dict)  # row → [learners who passed it, learners graded on it]
+    why: str = ""  # e.g. "regrade: <the educator's reason>"
 
     @property
     def mean(self) -> float:
@@ -42,6 +44,10 @@ class Movement:
     mean_before: float
     mean_after: float
     changes: tuple[float, ...]  # the score changes of the learners in both runs
+    went_up: tuple[str, ...] = ()
+    went_down: tuple[str, ...] = ()
+    rows_moved: tuple[tuple[str, int, int, int, int], ...] = ()  # (row, passed, graded) before, then after
+    why: str = ""  # what the later run was, when known (a regrade and its reason)
 
 
 def _load(path: Path) -> dict:
@@ -52,17 +58,27 @@ def _load(path: Path) -> dict:
         return {"runs": {}}
 
 
-def record_run(path: Path, assignment: str, now: dict[str, tuple[float, str]]) -> tuple[tuple[Run, ...], Movement | None]:
-    """Add this gradebook's scores as a run of ``assignment`` when they differ from the last run; every run, and
-    the movement from the run before the latest to the latest (None with one run)."""
+def _rows(value) -> dict[str, list[int]]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): [int(v[0]), int(v[1])] for k, v in value.items() if isinstance(v, list) and len(v) == 2}
+
+
+def record_run(path: Path, assignment: str, now: dict[str, tuple[float, str]],
+               rows: dict[str, tuple[int, int]] | None = None, why: str = "") -> tuple[tuple[Run, ...], Movement | None]:
+    """Add this gradebook's scores (and each row's passed and graded counts) as a run of ``assignment`` when
+    they differ from the last run; every run, and the movement from the run before the latest to the latest
+    (None with one run)."""
     data = _load(path)
-    runs = [Run(r["recorded_at"], r["scores"], r.get("stamps", {})) for r in data["runs"].get(assignment, [])
-            if isinstance(r, dict) and isinstance(r.get("scores"), dict)]
+    runs = [Run(r["recorded_at"], r["scores"], r.get("stamps", {}), _rows(r.get("rows")), str(r.get("why", "")))
+            for r in data["runs"].get(assignment, []) if isinstance(r, dict) and isinstance(r.get("scores"), dict)]
     scores = {s: score for s, (score, _) in sorted(now.items())}
     stamps = {s: stamp for s, (_, stamp) in sorted(now.items())}
-    if not runs or runs[-1].scores != scores or runs[-1].stamps != stamps:
-        runs.append(Run(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), scores, stamps))
-        data["runs"][assignment] = [{"recorded_at": r.recorded_at, "scores": r.scores, "stamps": r.stamps} for r in runs]
+    counts = {r: [int(p), int(g)] for r, (p, g) in sorted((rows or {}).items())}
+    if not runs or runs[-1].scores != scores or runs[-1].stamps != stamps or (counts and runs[-1].rows != counts):
+        runs.append(Run(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), scores, stamps, counts, why))
+        data["runs"][assignment] = [{"recorded_at": r.recorded_at, "scores": r.scores, "stamps": r.stamps,
+                                     "rows": r.rows, **({"why": r.why} if r.why else {})} for r in runs]
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".history-", suffix=".json")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -74,6 +90,13 @@ def record_run(path: Path, assignment: str, now: dict[str, tuple[float, str]]) -
 def movement(before: Run, after: Run) -> Movement:
     both = sorted(set(before.scores) & set(after.scores))
     changes = tuple(after.scores[s] - before.scores[s] for s in both)
+    moved: list[tuple[str, int, int, int, int]] = []
+    for row in sorted(set(before.rows) & set(after.rows)):
+        (p1, g1), (p2, g2) = before.rows[row], after.rows[row]
+        if p1 * g2 != p2 * g1:  # the pass rate moved
+            moved.append((row, p1, g1, p2, g2))
     return Movement(before.recorded_at, sum(c > 0 for c in changes), sum(c < 0 for c in changes),
                     sum(c == 0 for c in changes), len(set(after.scores) - set(before.scores)),
-                    len(set(before.scores) - set(after.scores)), before.mean, after.mean, changes)
+                    len(set(before.scores) - set(after.scores)), before.mean, after.mean, changes,
+                    tuple(s for s in both if after.scores[s] > before.scores[s]),
+                    tuple(s for s in both if after.scores[s] < before.scores[s]), tuple(moved), after.why)

@@ -296,6 +296,9 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
                                       "submission folder, and nothing is graded until then")
     os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
     _check_gradebook(db_url, assignment)
+    from ..grading.late_work import apply_due_dates  # noqa: PLC0415 - deferred: it loads nbgrader
+
+    apply_due_dates(root)  # the due dates of nbgrader_config.py, so lateness counts from this grading
     started = time.monotonic()
     outcomes: list[Outcome] = []
     if not force:

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..cells import row_of
 from .course import REPO
 from ..errors import NothingToGrade
-from ..grading.gradebook import course_db_url
+from ..grading.gradebook import course_db_url, course_id
 from .cases import CASES, Case
 from .history import Movement, Run, record_run
 from .practice_cases import PRACTICE_CASES
@@ -96,6 +96,7 @@ class Learner:
     matched: str  # the group the learner's failing rows fall in (see Group.label)
     evidence: str  # "ok", "missing", "malformed: …"
     checkpoint: str  # "ready", "not ready" or "" (no record)
+    late_penalty: float = 0.0  # points the late policy took (nbgrader's late_submission_penalty); score is before it
 
 
 @dataclass(frozen=True)
@@ -140,17 +141,19 @@ class ClassReport:
     roster: tuple[str, ...]  # every id, name and email the gradebook holds: what the anonymized edition scrubs
     signatures_stale: bool
     seconds: float = 0.0
+    late_policy: str = ""
 
     def csv(self) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["student", "assignment", "score", "max_score", "autograded_score", "autograded_max",
-                         "written_answers_to_grade", "failing_rows", "matched_case", "evidence", "checkpoint"])
+                         "written_answers_to_grade", "failing_rows", "matched_case", "evidence", "checkpoint",
+                         "late_penalty"])
         for part in self.parts:
             for x in part.learners:
                 writer.writerow([x.student, x.assignment, f"{x.score:g}", f"{x.max_score:g}", f"{x.auto_score:g}",
                                  f"{x.auto_max:g}", x.to_grade, " ".join(x.failing), x.matched, x.evidence,
-                                 x.checkpoint])
+                                 x.checkpoint, f"{x.late_penalty:g}"])
         return out.getvalue()
 
 
@@ -166,6 +169,7 @@ class _Grades:
     failing: tuple[str, ...] = ()
     rows: tuple[str, ...] = ()
     stamp: str = ""
+    late_penalty: float = 0.0
 
 
 def read_gradebook(url: str, assignments: tuple[str, ...] | None) -> tuple[dict[str, dict[str, _Grades]], list[str],
@@ -200,11 +204,18 @@ def read_gradebook(url: str, assignments: tuple[str, ...] | None) -> tuple[dict[
                         g["failing"].append(row_of(cell))
             elif manual:
                 g["to_grade"] += 1
+        late = (gb.db.query(Assignment.name, SubmittedAssignment.student_id, SubmittedNotebook.late_submission_penalty)
+                .select_from(SubmittedNotebook)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id))
+        for name, student, penalty in late:
+            if name in found and student in found[name] and penalty:
+                found[name][student]["late"] = found[name][student].get("late", 0.0) + float(penalty)
         students = [s.id for s in gb.students]
         roster = tuple(sorted({str(v) for s in gb.students for v in (s.id, s.first_name, s.last_name, s.email) if v}))
         every = [a.name for a in gb.assignments]
     grades = {a: {s: _Grades(g["score"], g["max"], g["auto"], g["auto_max"], g["to_grade"], tuple(sorted(g["failing"])),
-                             tuple(g["rows"]), g["stamp"]) for s, g in found[a].items()}
+                             tuple(g["rows"]), g["stamp"], g.get("late", 0.0)) for s, g in found[a].items()}
               for a in (assignments or every) if a in found}
     return grades, students, roster
 
@@ -280,12 +291,56 @@ def _closeness(failing: frozenset[str], signature: frozenset[str]) -> str | None
     return "; ".join(said)
 
 
+def is_trick(case: Case) -> bool:
+    """A case that tampers with the grader rather than gets the work wrong."""
+    return case.name.startswith("tamper-")
+
+
+def _code_lines(notebook: Path) -> set[str]:
+    """Every stripped line of the code cells of a notebook file (nothing when it cannot be read)."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+        sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+                   for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {line.strip() for text in sources for line in text.splitlines() if line.strip()}
+
+
+def shows_trick(submitted: Path, case: Case, reference: Path) -> bool:
+    """The submission holds every line the trick case adds to the reference: only then is the trick named."""
+    added = {line.strip() for e in case.edits for line in e.new.splitlines() if line.strip()} - _code_lines(reference)
+    return bool(added) and added <= _code_lines(submitted)
+
+
+def tricks_shown(course: Path, assignment: str, failing: dict[str, tuple[str, ...]], signatures: Signatures,
+                 cases: tuple[Case, ...] = CASES + PRACTICE_CASES) -> dict[str, tuple[str, ...]]:
+    """student → the trick cases whose rows they fail and whose code their submission holds."""
+    reference = course / "source" / assignment / f"{assignment}.ipynb"
+    reference = reference if reference.exists() else REPO / "source" / assignment / f"{assignment}.ipynb"
+    tricks = [c for c in cases if is_trick(c) and c.unit == assignment and signatures.failing.get(c.name)]
+    found = {}
+    for student, rows in failing.items():
+        submitted = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+        named = tuple(c.name for c in tricks if signatures.failing[c.name] == frozenset(rows)
+                      and shows_trick(submitted, c, reference))
+        if named:
+            found[student] = named
+    return found
+
+
 def attribute(learners: dict[str, tuple[str, ...]], unit: str, signatures: Signatures,
               cases: tuple[Case, ...] = CASES + PRACTICE_CASES) -> tuple[Group, ...]:
-    """Group learners by the educator case their failing rows match exactly, largest group first."""
+    """Group learners by the educator case their failing rows match exactly, largest group first.
+
+    Failing rows alone cannot tell a trick from the honest mistake it rides on (a tamper that
+    rebinds ``grade`` fails exactly like a no-op ``finish``), so a tampering case is never named
+    here: the learner is said to fail like the honest case."""
     every_row = frozenset(unit_rows(unit))
     by_signature: dict[frozenset[str], list[Case]] = defaultdict(list)
     for case in cases:
+        if is_trick(case):
+            continue
         if case.unit == unit and case.name in signatures.failing and signatures.failing[case.name]:
             by_signature[signatures.failing[case.name]].append(case)
     notes = guide_notes()
@@ -356,8 +411,12 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
         verdicts[student] = read_verdicts(notebook)
         if not verdicts[student]:
             problems.append(f"{student}: no sealed verdicts in {notebook.relative_to(course)} (observations unknown)")
+    shares = row_shares(grades, verdicts)
     groups = attribute({s: g.failing for s, g in grades.items()}, assignment, signatures)
     label = {s: g.label for g in groups for s in g.students}
+    for student, names in tricks_shown(course, assignment, {s: g.failing for s, g in grades.items()},
+                                       signatures).items():
+        label[student] += f"; the submission holds the trick of {' and '.join(names)}"
     files: list[EvidenceFile] = [read_evidence(s, course / "submitted" / s / assignment / f"{assignment}_evidence.json")
                                  for s in sorted(grades)]
     status = {f.student: f.status for f in files}
@@ -365,10 +424,11 @@ def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], s
     asked = prompts(release if release.exists() else REPO / "source" / assignment / f"{assignment}.ipynb")
     predictions = tuple(judge(p, files, KEYS.get(p.block)) for p in asked)
     learners = tuple(Learner(s, assignment, g.score, g.max_score, g.auto_score, g.auto_max, g.to_grade, g.failing,
-                             label.get(s, ""), status[s], checkpoints.get(s, ""))
+                             label.get(s, ""), status[s], checkpoints.get(s, ""), g.late_penalty)
                      for s, g in sorted(grades.items()))
-    runs, movement = record_run(history, assignment, {s: (g.score, g.stamp) for s, g in grades.items()})
-    return Part(assignment, row_shares(grades, verdicts), groups, predictions,
+    runs, movement = record_run(history, assignment, {s: (g.score, g.stamp) for s, g in grades.items()},
+                                {r.row: (r.passed, r.graded) for r in shares})
+    return Part(assignment, shares, groups, predictions,
                 tuple((f.student, f.status) for f in files if not f.ok), learners,
                 tuple(s for s in students if s not in grades), runs, movement, tuple(problems))
 
@@ -390,4 +450,7 @@ def class_report(course: Path, assignments: tuple[str, ...] | None = None, *, si
     history = history or course / "reports" / "history.json"
     checkpoints = checkpoint_status(records or course / "checkpoints" / "records", students)
     parts = tuple(assignment_part(course, a, grades[a], students, signatures, history, checkpoints) for a in grades)
-    return ClassReport(course.name, parts, roster, signatures.stale, round(time.monotonic() - started, 2))
+    from ..grading.late_work import policy  # noqa: PLC0415 - deferred: it loads nbgrader, as read_gradebook does
+
+    return ClassReport(course_id(course), parts, roster, signatures.stale, round(time.monotonic() - started, 2),
+                       policy(course))

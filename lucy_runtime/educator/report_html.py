@@ -56,6 +56,12 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def _things(count: int) -> str:
+    """The headline list's heading counts what it holds."""
+    words = {1: "One thing", 2: "Two things", 3: "Three things"}
+    return words.get(count, f"{count} things") if count else "Nothing"
+
+
 def headlines(report: ClassReport, anonymized: bool, scrub: _Scrub) -> list[str]:
     """The three things to say to the class, each with a link to its evidence below."""
     said = []
@@ -97,8 +103,9 @@ def _rows_section(part: Part, anonymized: bool, scrub: _Scrub) -> str:
     html = [f'<h3 id="rows-{a}">1. Rows the class fails</h3>']
     if not part.rows:
         return html[0] + "<p>No acceptance row is graded in this assignment.</p>"
-    items = [(r.row, r.share, f"{r.passed}/{r.graded}") for r in part.rows]
-    html.append(share_bars(items, f"{a}: share of the class that passed each row"))
+    items = [(r.row, 1 - r.share, f"{r.graded - r.passed} of {r.graded} failed") for r in part.rows]
+    html.append("<p class=muted>Each bar: the share of the graded learners who <b>failed</b> the row.</p>"
+                + share_bars(items, f"{a}: share of the class that failed each row", good_below=0.2))
     failing: list[RowShare] = [r for r in part.rows if r.observations]
     for row in failing:
         groups = [g for g in row.observations if not anonymized or g.learners >= QUOTED_FROM]
@@ -187,12 +194,14 @@ def _predictions_section(part: Part, anonymized: bool, scrub: _Scrub) -> str:
 
 def _learners_section(part: Part) -> str:
     head = ("<tr><th>learner</th><th>score</th><th>autograded</th><th>written answers to grade</th>"
-            "<th>failing rows</th><th>fails like</th><th>evidence</th><th>checkpoint</th></tr>")
+            "<th>failing rows</th><th>fails like</th><th>evidence</th><th>checkpoint</th><th>late penalty</th></tr>")
     rows = "".join(
         f'<tr data-student="{escape(x.student)}" data-score="{x.score:g}"><td>{escape(x.student)}</td>'
         f'<td class="n">{x.score:g} / {x.max_score:g}</td><td class="n">{x.auto_score:g} / {x.auto_max:g}</td>'
         f'<td class="n">{x.to_grade}</td><td>{escape(", ".join(x.failing)) or "–"}</td><td>{escape(x.matched)}</td>'
-        f"<td>{escape(x.evidence)}</td><td>{escape(x.checkpoint) or '–'}</td></tr>" for x in part.learners)
+        f"<td>{escape(x.evidence)}</td><td>{escape(x.checkpoint) or '–'}</td>"
+        f'<td class="n" data-late="{x.late_penalty:g}">{f"−{x.late_penalty:g}" if x.late_penalty else "–"}</td></tr>'
+        for x in part.learners)
     missing = (f"<p>In the gradebook, no graded submission from: {escape(', '.join(part.not_handed_in))}.</p>"
                if part.not_handed_in else "")
     return (f'<h3 id="learners-{part.assignment}">4. Per learner</h3>'
@@ -205,6 +214,7 @@ def _scores_section(part: Part, anonymized: bool) -> str:
     html = [f'<h3 id="scores-{part.assignment}">5. Scores and progress</h3>',
             f"<p>{_n(len(scores), 'learner')}; mean {sum(scores) / max(len(scores), 1):.1f} of {most:g}; "
             f"{sum(s == most for s in scores)} with every point.</p>",
+            "<p class=muted>Each column: how many learners scored in that range of points.</p>",
             histogram(scores, 0.0, most or 1.0, f"{part.assignment}: learners per score")]
     if len(part.runs) > 1 and part.movement:
         m = part.movement
@@ -214,8 +224,10 @@ def _scores_section(part: Part, anonymized: bool) -> str:
         html.append(f'<p id="movement-{part.assignment}">Since the run of {escape(m.since)}: <b>{m.up} up</b>, '
                     f"{m.down} down, {m.same} unchanged, {m.new} new, {m.gone} no longer graded; "
                     f"mean {m.mean_before:.1f} → {m.mean_after:.1f}.</p>")
+        html.append(_moved(part, m, anonymized))
         if m.changes:
             low, high = min(min(m.changes), 0.0), max(max(m.changes), 0.0)
+            html.append("<p class=muted>Each column: how many learners' scores changed by that many points.</p>")
             html.append(histogram(list(m.changes), low, high if high > low else low + 1,
                                   f"{part.assignment}: change of each learner's score since the run before"))
     else:
@@ -226,6 +238,26 @@ def _scores_section(part: Part, anonymized: bool) -> str:
     return "".join(html)
 
 
+def _moved(part: Part, m, anonymized: bool) -> str:
+    """Who and which rows moved between the last two gradings (a regrade, a resubmission graded again)."""
+    a = part.assignment
+    html = [f'<h4 id="moved-{escape(a)}">What moved since the grading before'
+            + (f" ({escape(m.why)})" if m.why else "") + "</h4>"]
+    if not anonymized:
+        for label, who in (("Up", m.went_up), ("Down", m.went_down)):
+            if who:
+                html.append(f'<p data-moved="{label.lower()}"><b>{label}:</b> {escape(", ".join(who))}</p>')
+    if m.rows_moved:
+        html.append("<p class=muted>Rows whose pass rate moved. Each bar: the share of the graded learners who "
+                    "<b>passed</b> the row in the latest grading; the text gives it before and after.</p>")
+        items = [(row, p2 / g2 if g2 else 0.0, f"{p1} of {g1} → {p2} of {g2} passed")
+                 for row, p1, g1, p2, g2 in m.rows_moved]
+        html.append(share_bars(items, f"{a}: share of the class that passed each row whose pass rate moved"))
+    else:
+        html.append("<p>No row's pass rate moved.</p>")
+    return "".join(html)
+
+
 def render(report: ClassReport, *, anonymized: bool) -> str:
     scrub = _Scrub(report.roster, anonymized)
     edition = "anonymized edition, for the class" if anonymized else "for the educator (names learners)"
@@ -233,7 +265,10 @@ def render(report: ClassReport, *, anonymized: bool) -> str:
     body = [f"<h1>What the class did: {escape(report.course)}</h1>",
             f"<p class=muted>{escape(', '.join(p.assignment for p in report.parts))} · "
             f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {edition}</p>",
-            '<section class="say"><h2 style="border:0;margin-top:0">Three things to say to the class</h2><ol>'
+            f'<p class=muted id="late-policy">Late policy: {escape(report.late_policy or "not stated")}. Scores '
+            "are before any late penalty; the per-learner table gives the penalty.</p>",
+            '<section class="say"><h2 style="border:0;margin-top:0">'
+            f"{_things(len(said))} to say to the class</h2><ol>"
             + "".join(f"<li>{line}</li>" for line in said) + "</ol>"
             + ("" if said else "<p>Nothing stands out: every row passed and every keyed prediction held.</p>")
             + "</section>"]

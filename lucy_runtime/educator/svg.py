@@ -20,13 +20,15 @@ def _svg(height: int, title: str, body: list[str]) -> str:
             f"<title>{escape(title)}</title>" + "".join(body) + "</svg>")
 
 
-def share_bars(items: list[tuple[str, float, str]], title: str) -> str:
-    """One horizontal bar per item: (label, share between 0 and 1, the text at its end)."""
-    span = WIDTH - LABEL - 70
+def share_bars(items: list[tuple[str, float, str]], title: str, *, good_below: float | None = None) -> str:
+    """One horizontal bar per item: (label, share between 0 and 1, the text at its end). A bar is blue
+    when its share is at least 0.8, or, with ``good_below`` (bars that count failures), below it."""
+    span = WIDTH - LABEL - 100
     body = []
     for i, (label, share, text) in enumerate(items):
         y = 6 + i * (BAR + 4)
-        colour = BLUE if share >= 0.8 else ORANGE
+        good = share < good_below if good_below is not None else share >= 0.8
+        colour = BLUE if good else ORANGE
         body += [f'<text x="{LABEL - 6}" y="{y + 13}" text-anchor="end">{escape(label)}</text>',
                  f'<rect x="{LABEL}" y="{y}" width="{span}" height="{BAR}" fill="{GREY}"/>',
                  f'<rect x="{LABEL}" y="{y}" width="{max(share * span, 1):.1f}" height="{BAR}" fill="{colour}"/>',

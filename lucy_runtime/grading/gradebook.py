@@ -54,8 +54,16 @@ def stop_waiting_for_sqlite_writers() -> None:
 
 def course_db_url(root: Path) -> str:
     """The gradebook URL that nbgrader uses in the course at ``root`` (its ``nbgrader_config.py`` read)."""
-    # Deferred: nbgrader takes seconds to import; only this function needs it.
-    from nbgrader.coursedir import CourseDirectory  # noqa: PLC0415
+    return _course_directory(root).db_url
+
+
+def course_id(root: Path) -> str:
+    """The course's id as its ``nbgrader_config.py`` sets it (``CourseDirectory.course_id``), else the folder's name."""
+    return _course_directory(root).course_id or Path(root).resolve().name
+
+
+def course_config(root: Path):
+    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it (a traitlets ``Config``)."""
     from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader  # noqa: PLC0415
 
     root = Path(root).resolve()
@@ -64,7 +72,14 @@ def course_db_url(root: Path) -> str:
     except ConfigFileNotFound:
         raise GradebookUnreadable(f"{root} has no nbgrader_config.py: is it a course directory?") from None
     config.CourseDirectory.root = str(root)
-    return CourseDirectory(config=config).db_url
+    return config
+
+
+def _course_directory(root: Path):
+    # Deferred: nbgrader takes seconds to import; only this function needs it.
+    from nbgrader.coursedir import CourseDirectory  # noqa: PLC0415
+
+    return CourseDirectory(config=course_config(root))
 
 
 def _where(url) -> str:

@@ -18,7 +18,6 @@ PYTEST_JOBS ?= -n 2 --dist loadfile --no-loadscope-reorder
 # were faster: 2 min 55 s and 3 min 27 s against 3 min 47 s with two (2026-12-01).
 FAST_JOBS ?= -n 3 --dist loadfile --no-loadscope-reorder
 POSTGRES := $(VENV)/.postgres
-FAST_START := $(VENV)/.fast-start
 # What the book's pages run in the reader's browser, from npm, copied into the site so it works
 # offline: mermaid.js for the diagrams (pinned to what sphinxcontrib-mermaid 2.1 expects),
 # ipywidgets' embed script and require.js (what myst-nb expects), MathJax 3.
@@ -86,18 +85,14 @@ $(MERMAID): $(STAMP)
 	  @jupyter-widgets/html-manager@1.0.6 mathjax@3.2.2
 	touch $(MERMAID)
 
-# Every Jupyter command in .venv starts without the IRI grammar jsonschema would build
-# (1.6 s or more: lucy_runtime/grading/nbgrader_main.py), the README's plain `nbgrader` included.
-$(FAST_START): $(COURSE_STAMP) lucy_runtime/grading/nbgrader_main.py
-	$(BIN)/python -c 'from lucy_runtime.grading.nbgrader_main import write_startup_file; write_startup_file()'
-	touch $(FAST_START)
-
 # Bytecode for this package, written before a run. pip writes it for what it installs, but
 # lucy_runtime is installed in place; where PYTHONDONTWRITEBYTECODE is set (CI machines often
 # set it), every kernel, sandbox and nbgrader process would compile it again (0.16 s each).
 # compileall writes only what changed since the last time.
-bytecode: $(COURSE_STAMP) $(FAST_START)
+# (Earlier versions wrote a startup file into .venv's site-packages; it goes.)
+bytecode: $(COURSE_STAMP)
 	@$(BIN)/python -m compileall -q lucy_runtime >/dev/null
+	@rm -f $(VENV)/lib/python*/site-packages/lucy_leave_out_unused_imports.pth $(VENV)/.fast-start
 
 # An educator's first command: nbgrader, JupyterLab and the runtime in .venv, bubblewrap for the
 # grading sandbox, and one line on the isolation this machine gives (README: Grading isolation).
@@ -114,11 +109,11 @@ test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES) bytecode
 test-fast: $(STAMP) $(MERMAID) bytecode
 	$(BIN)/python -m pytest $(FAST_JOBS) -m "not nbgrader and not slow and not browser"
 
-lab: $(COURSE_STAMP) $(FAST_START)
+lab: $(COURSE_STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --notebook-dir=release $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # The course folder is the server's root: formgrader reads nbgrader_config.py and gradebook.db here.
-formgrader: $(COURSE_STAMP) $(FAST_START)
+formgrader: $(COURSE_STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. \
 	  --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

@@ -14,7 +14,7 @@ from lucy_runtime.educator.cases import Case, Edit, by_name
 from lucy_runtime.educator.verify import _filled
 from lucy_runtime.notebook import UNITS
 
-from .conftest import REPO
+from .conftest import REPO, need_sandbox
 
 NOOP_ADMIT = Case("noop-admit", "ch07_unit_a", (Edit("admit", None, "return Admission(Outcome.ACCEPTED, 1)"),),
                   "admit answers ACCEPTED and stores nothing", ("restart-keeps-work",), "")
@@ -102,7 +102,7 @@ def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
     from .test_grading_isolation import Listener
 
     box = sandbox.detect()
-    assert box.isolated, f"this test proves the checkpoint's sandbox, and there is none: {box.reason}"
+    need_sandbox(box)
     listener = Listener(tmp_path / "channel")
     host = socket.create_server(("127.0.0.1", 0))
     host.settimeout(0.5)

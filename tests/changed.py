@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .test_import_cycles import imports_of
+from .imports import imports_of, module_name
 
 REPO = Path(__file__).resolve().parent.parent
 EVERYTHING = ("tests/conftest.py", "pyproject.toml")
@@ -34,14 +34,9 @@ def changed_files(base: str = "HEAD", repo: Path = REPO) -> list[str]:
     return sorted(set(git("diff", "--name-only", base, "--")) | set(git("ls-files", "--others", "--exclude-standard")))
 
 
-def _module_name(path: Path, repo: Path) -> str:
-    parts = path.relative_to(repo).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def python_modules(repo: Path = REPO) -> dict[str, Path]:
     found = sorted((repo / "lucy_runtime").rglob("*.py")) + sorted((repo / "tests").glob("*.py"))
-    return {_module_name(p, repo): p for p in found if "__pycache__" not in p.parts}
+    return {module_name(p, repo): p for p in found if "__pycache__" not in p.parts}
 
 
 def dependents(repo: Path = REPO) -> dict[str, set[str]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -24,8 +23,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from .course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
+from .course import NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
+from ..grading import nbgrader_log
 from ..grading.gradebook import check_reachable, course_db_url
 from .scheduler import TlsFiles, connect
 
@@ -106,25 +106,8 @@ def batches(students: list[str], jobs: int) -> list[list[str]]:
     return [batch for batch in split if batch]
 
 
-def _student_of(line: str, assignment: str) -> str | None:
-    """The student a line of nbgrader's autograde log is about, when it names a submission folder."""
-    found = re.search(rf"/(?:submitted|autograded)/([^/\s]+)/{re.escape(assignment)}\b", line)
-    return found.group(1) if found else None
-
-
-def _failed_students(output: str, assignment: str) -> set[str]:
-    """nbgrader ends a run that met errors with one line per student it could not grade."""
-    return set(re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' "
-                          r"for student '([^']+)'", output))
-
-
-def _stopped(log: str) -> str:
-    """What stopped a submission, from its stretch of the log (``grading.kernel.STOPPED_LOG``)."""
-    return "; ".join(dict.fromkeys(m.strip() for m in re.findall(r"Submission stopped: (.+)", log)))
-
-
 def _status_of_failure(log: str) -> Status:
-    return Status.KERNEL_DIED if "DeadKernelError" in log or "Kernel died" in log else Status.FAILED
+    return Status.KERNEL_DIED if nbgrader_log.kernel_died(log) else Status.FAILED
 
 
 @dataclass
@@ -150,7 +133,7 @@ def _autograde(course: Path, assignment: str, waiting: list[str], timeout: float
     run = _Command()
 
     def reaches_the_next(line: str) -> bool:  # stream_lines asks this first, then hands the line to on_line
-        student = _student_of(line, assignment)
+        student = nbgrader_log.student_of(line, assignment)
         if student in waiting and student not in run.started:
             run.started[student] = time.monotonic()
             run.order.append(student)
@@ -186,14 +169,14 @@ def grade_batch(root: str, assignment: str, students: list[str], timeout: float)
     waiting = sorted(students)
     while waiting:
         run = _autograde(course, assignment, waiting, timeout)
-        if CONFIG_BROKEN in run.output or not run.order:
+        if nbgrader_log.config_lost(run.output) or not run.order:
             # The command graded nobody: its settings were lost, it failed before the first
             # submission, or it ran out of time starting up. Every submission shares that end.
             status = Status.TIMED_OUT if run.timed_out else Status.FAILED
             for student in waiting:
                 outcomes[student] = Outcome(student, status, round(run.ended - run.began, 1), run.output[-2000:])
             break
-        failed = _failed_students(run.output, assignment)
+        failed = nbgrader_log.failed_students(run.output, assignment)
         for student in run.order:
             seconds, tail, last = run.seconds(student), "".join(run.logs[student])[-2000:], student == run.order[-1]
             if last and run.timed_out:
@@ -207,7 +190,7 @@ def grade_batch(root: str, assignment: str, students: list[str], timeout: float)
                 # nbgrader itself ended badly while on this submission (it lists the ones it failed).
                 outcomes[student] = Outcome(student, _status_of_failure(run.output), seconds, run.output[-2000:])
             else:
-                outcomes[student] = Outcome(student, Status.GRADED, seconds, stopped=_stopped("".join(run.logs[student])))
+                outcomes[student] = Outcome(student, Status.GRADED, seconds, stopped=nbgrader_log.stopped("".join(run.logs[student])))
         unreached = [s for s in waiting if s not in run.started]
         if not run.timed_out:
             for student in unreached:  # the command ended on its own without reaching them

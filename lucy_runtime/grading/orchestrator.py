@@ -29,6 +29,7 @@ from ..errors import SandboxUnavailable
 from ..engine.limits import LIMIT_HINT, Limits
 from ..checker import CheckReport, SourceLearner, run_row
 from ..checker.harness import Harness
+from .nbgrader_log import STOPPED
 from .process import ORCHESTRATOR, CheckerProcess, read_answer, request_line
 from ..checker.results import RowResult
 from ..checker.rows import ROWS
@@ -69,7 +70,7 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
             breaches = group.breaches(limits)
             group.close()
             if breaches and log is not None:
-                log.warning("Submission stopped: the %s limit, in the sealed re-check",
+                log.warning(STOPPED + "the %s limit, in the sealed re-check",
                             " limit, the ".join(breaches))
     if done.returncode != 0:
         raise SandboxUnavailable(f"the sealed re-check failed (exit {done.returncode}):\n{done.stderr[-2000:]}")

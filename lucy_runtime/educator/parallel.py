@@ -18,10 +18,11 @@ import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .course import NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
@@ -260,12 +261,33 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     before and not handed in again since is left as it is (``Status.UNCHANGED``), as plain
     ``nbgrader autograde`` leaves it. Every outcome carries its score from the gradebook.
     """
-    from distributed import Client, LocalCluster, as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
-
     root = Path(root).resolve()
     db_url = course_db_url(root)  # a folder that is no course is refused before anything else
     submitted = submitted_students(root, assignment)
     students = submitted if students is None else sorted(set(students))
+    _refuse_what_cannot_be_graded(root, assignment, submitted, students, jobs, scheduler, tls)
+    os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
+    _check_gradebook(db_url, assignment)
+    started = time.monotonic()
+    outcomes: list[Outcome] = []
+    if not force:
+        unchanged = [s for s in students if unchanged_since_graded(root, assignment, s)]
+        outcomes = [Outcome(s, Status.UNCHANGED, 0.0) for s in unchanged]
+        students = [s for s in students if s not in unchanged]
+    with _dask_client(scheduler, tls, jobs) as client:
+        # Connected even when nothing is new: a scheduler that cannot be reached is said now, not next time.
+        for outcome in _graded_as_jobs_end(client, root, assignment, batches(students, jobs) if students else [], timeout):
+            outcomes.append(outcome)
+            if on_done:
+                on_done(outcome, len([o for o in outcomes if o.status is not Status.UNCHANGED]), len(students))
+    outcomes = sorted(with_scores(db_url, assignment, outcomes), key=lambda o: o.student)
+    return ClassGrading(assignment, tuple(outcomes), round(time.monotonic() - started, 1), jobs,
+                        "LocalCluster" if scheduler is None else scheduler)
+
+
+def _refuse_what_cannot_be_graded(root: Path, assignment: str, submitted: list[str], students: list[str], jobs: int,
+                                  scheduler: str | None, tls: TlsFiles | None) -> None:
+    """Raise, before any job starts, for a class nothing can be graded in as asked."""
     if not students:
         raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
     if jobs < 1:
@@ -277,34 +299,33 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
         raise InvalidField("student", f"{', '.join(map(repr, unnameable))} cannot be named on nbgrader's command "
                                       f"line (no {' '.join(sorted(UNNAMEABLE))} in a student id): rename the "
                                       "submission folder, and nothing is graded until then")
-    os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
-    _check_gradebook(db_url, assignment)
-    started = time.monotonic()
-    outcomes: list[Outcome] = []
-    if not force:
-        unchanged = [s for s in students if unchanged_since_graded(root, assignment, s)]
-        outcomes = [Outcome(s, Status.UNCHANGED, 0.0) for s in unchanged]
-        students = [s for s in students if s not in unchanged]
-    cluster = None
-    if scheduler is None:
-        # Each job is a process of its own, so worker threads are enough: the cluster lives in this
-        # process and talks in-process, with no port and no dashboard.
-        cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
+
+
+@contextmanager
+def _dask_client(scheduler: str | None, tls: TlsFiles | None, jobs: int) -> Iterator:
+    """A Dask client of the scheduler at ``scheduler``, or of a ``LocalCluster`` in this process."""
+    from distributed import Client, LocalCluster  # noqa: PLC0415 - deferred: Dask takes seconds to import
+
+    if scheduler is not None:
+        with connect(scheduler, tls) as client:
+            yield client
+        return
+    # Each job is a process of its own, so worker threads are enough: the cluster lives in this
+    # process and talks in-process, with no port and no dashboard.
+    cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
     try:
-        # Connected even when nothing is new: a scheduler that cannot be reached is said now, not next time.
-        with Client(cluster) if cluster is not None else connect(str(scheduler), tls) as client:
-            futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
-                                     key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
-                       for batch in (batches(students, jobs) if students else [])]
-            for future in as_completed(futures):
-                for outcome in future.result():
-                    outcomes.append(outcome)
-                    if on_done:
-                        on_done(outcome, len([o for o in outcomes if o.status is not Status.UNCHANGED]),
-                                len(students))
+        with Client(cluster) as client:
+            yield client
     finally:
-        if cluster is not None:
-            cluster.close()
-    outcomes = sorted(with_scores(db_url, assignment, outcomes), key=lambda o: o.student)
-    return ClassGrading(assignment, tuple(outcomes), round(time.monotonic() - started, 1), jobs,
-                        "LocalCluster" if scheduler is None else scheduler)
+        cluster.close()
+
+
+def _graded_as_jobs_end(client, root: Path, assignment: str, jobs: list[list[str]], timeout: float) -> Iterator[Outcome]:
+    """Each batch in ``jobs`` graded by ``grade_batch`` on the cluster; its outcomes as each job ends."""
+    from distributed import as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
+
+    futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
+                             key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
+               for batch in jobs]
+    for future in as_completed(futures):
+        yield from future.result()

@@ -62,12 +62,16 @@ def test_the_checkpoint_fails_a_noop_admit_and_a_noop_finish(tmp_path, case):
 
 
 def test_the_checkpoint_says_when_a_unit_is_missing(tmp_path):
-    folder = learner_folder(tmp_path)
+    """Its first row says so before any notebook runs (the command prints failing rows as the noop tests show)."""
     import shutil
 
+    from lucy_runtime.grading.checkpoint import NOT_REQUIRED, execute_notebooks
+
+    folder = learner_folder(tmp_path)
     shutil.rmtree(folder / "ch07_unit_b")
-    done = checkpoint(folder)
-    assert done.returncode == 1 and "all of ch07_unit_a, ch07_unit_b, ch07_practice are needed" in done.stdout
+    result = execute_notebooks(folder)
+    assert result.row_id == "notebooks-run" and not result.passed and result.row_id not in NOT_REQUIRED
+    assert "all of ch07_unit_a, ch07_unit_b, ch07_practice are needed" in result.observation
 
 
 CHECKPOINT_TRICK = '''

@@ -36,11 +36,6 @@ from lucy_runtime.grading.gradebook import wait_for_sqlite_writers  # noqa: E402
 
 wait_for_sqlite_writers()
 
-# nbgrader checks each cell's metadata with jsonschema.validate, which re-checks the schema
-# itself every time: check it once per process (lucy_runtime/grading/patches.py).
-from lucy_runtime.grading.patches import check_metadata_schema_once  # noqa: E402
-
-check_metadata_schema_once()
 # The jupytext Markdown pairs in source/ hold the reference solution: never release them.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md", "*.sqlite3*", "*.log"]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from .errors import InvalidField
 from .fields import require_id, require_str
@@ -24,10 +23,6 @@ class LoopResult:
     text: str
     addressed_to: str
     model_calls: int
-
-
-class Loop(Protocol):
-    def run(self, session_id: str, text: str) -> LoopResult: ...
 
 
 class AgentLoop:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, need
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "artifacts"
@@ -36,8 +36,7 @@ def free_port() -> int:
 
 
 def need_chromium() -> None:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: `make test` installs it (apt-get install -y chromium)")
+    need("chromium", Path(CHROMIUM).exists(), "`make test` installs it (apt-get install -y chromium)")
 
 
 def lab_settings(folder: Path) -> Path:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import pytest
+from .conftest import need
 
 
 def server_bin() -> Path:
@@ -26,7 +26,8 @@ def server_bin() -> Path:
     initdb = shutil.which("initdb")
     if initdb:
         return Path(initdb).resolve().parent
-    pytest.fail("PostgreSQL is not installed: `make test` installs it (apt-get install -y postgresql)")
+    need("PostgreSQL", False, "`make test` installs it (apt-get install -y postgresql)")
+    raise AssertionError("unreachable: need() fails or skips")
 
 
 def _free_port() -> int:

@@ -58,7 +58,7 @@ def test_each_make_target_of_the_loop_is_measured_against_a_goal_stated_in_the_c
     """The goals live beside the code that measures them, not in prose a test would have to parse."""
     from lucy_runtime.educator.bench import LOOP
 
-    assert dict(LOOP) == {"test-fast": 180.0, "test": 600.0, "demo": 360.0}
+    assert dict(LOOP) == {"test-fast": 60.0, "test": 600.0, "demo": 360.0}
 
 
 @pytest.mark.nbgrader

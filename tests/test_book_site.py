@@ -11,6 +11,7 @@ import functools
 import threading
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -22,9 +23,21 @@ from .lab import ARTIFACTS, CHROMIUM, FLAGS, need_chromium
 REFERENCE_LINE = "return Admission(Outcome.DUPLICATE, known["  # the reference admit; no stub or page has it
 
 
+def stand_in_assets(folder: Path) -> Path:
+    """A node_modules with empty files where `make book` puts npm's mermaid.js, require.js, the widget
+    embed script and MathJax: enough to stage an edition (what goes in it), nothing to draw with."""
+    for name in ("mermaid/dist/mermaid.esm.min.mjs", "mermaid/dist/chunks/mermaid.esm.min/chunk.mjs",
+                 "requirejs/require.js", "@jupyter-widgets/html-manager/dist/embed-amd.js",
+                 "mathjax/es5/tex-mml-chtml.js", "mathjax/es5/output/chtml/fonts/font.woff"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("")
+    return folder / "mermaid" / "dist"
+
+
 def test_the_learner_edition_holds_no_solution_and_the_educator_edition_holds_them(tmp_path):
-    learner = stage(REPO, Edition.LEARNER, tmp_path / "learner")
-    educator = stage(REPO, Edition.EDUCATOR, tmp_path / "educator")
+    assets = stand_in_assets(tmp_path / "node_modules")
+    learner = stage(REPO, Edition.LEARNER, tmp_path / "learner", assets)
+    educator = stage(REPO, Edition.EDUCATOR, tmp_path / "educator", assets)
     learner_text = "\n".join(p.read_text(errors="replace") for p in learner.rglob("*") if p.suffix in (".md", ".ipynb", ".yml"))
     assert REFERENCE_LINE not in learner_text and "BEGIN SOLUTION" not in learner_text
     assert not (learner / "chapters/ch07/solutions-book.md").exists()
@@ -39,7 +52,7 @@ def test_a_learner_edition_made_from_source_would_leak_the_reference(tmp_path, m
     import lucy_runtime.educator.book as book
 
     monkeypatch.setattr(book, "_notebooks", lambda repo, edition: book.source_notebooks(repo / "source"))
-    leaked = stage(REPO, Edition.LEARNER, tmp_path / "leaky")
+    leaked = stage(REPO, Edition.LEARNER, tmp_path / "leaky", stand_in_assets(tmp_path / "node_modules"))
     assert any(REFERENCE_LINE in p.read_text() for p in leaked.rglob("*.ipynb"))
 
 
@@ -104,6 +117,7 @@ def test_no_page_of_either_edition_loads_anything_from_outside_the_site(sites):
         assert (built.html / "_static" / "mathjax" / "tex-mml-chtml.js").exists()
 
 
+@pytest.mark.slow  # builds both editions (the educator's runs the notebooks) with npm's assets
 def test_building_the_book_leaves_no_notebook_workspace_in_the_temporary_folder(book):
     assert book[1] == []
 

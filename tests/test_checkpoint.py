@@ -14,7 +14,7 @@ from lucy_runtime.educator.cases import Case, Edit, by_name
 from lucy_runtime.educator.verify import _filled
 from lucy_runtime.notebook import UNITS
 
-from .conftest import REPO
+from .conftest import REPO, need_sandbox
 
 NOOP_ADMIT = Case("noop-admit", "ch07_unit_a", (Edit("admit", None, "return Admission(Outcome.ACCEPTED, 1)"),),
                   "admit answers ACCEPTED and stores nothing", ("restart-keeps-work",), "")
@@ -62,12 +62,16 @@ def test_the_checkpoint_fails_a_noop_admit_and_a_noop_finish(tmp_path, case):
 
 
 def test_the_checkpoint_says_when_a_unit_is_missing(tmp_path):
-    folder = learner_folder(tmp_path)
+    """Its first row says so before any notebook runs (the command prints failing rows as the noop tests show)."""
     import shutil
 
+    from lucy_runtime.grading.checkpoint import NOT_REQUIRED, execute_notebooks
+
+    folder = learner_folder(tmp_path)
     shutil.rmtree(folder / "ch07_unit_b")
-    done = checkpoint(folder)
-    assert done.returncode == 1 and "all of ch07_unit_a, ch07_unit_b, ch07_practice are needed" in done.stdout
+    result = execute_notebooks(folder)
+    assert result.row_id == "notebooks-run" and not result.passed and result.row_id not in NOT_REQUIRED
+    assert "all of ch07_unit_a, ch07_unit_b, ch07_practice are needed" in result.observation
 
 
 CHECKPOINT_TRICK = '''
@@ -102,7 +106,7 @@ def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
     from .test_grading_isolation import Listener
 
     box = sandbox.detect()
-    assert box.isolated, f"this test proves the checkpoint's sandbox, and there is none: {box.reason}"
+    need_sandbox(box)
     listener = Listener(tmp_path / "channel")
     host = socket.create_server(("127.0.0.1", 0))
     host.settimeout(0.5)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from lucy_runtime.educator.cases import by_name
 from lucy_runtime.educator.verify import filled, with_written_answers
@@ -108,6 +109,7 @@ def test_book_without_mermaid_says_what_is_missing_and_fails(tmp_path):
     assert "BOOK NOT BUILT" in done.stdout and "make book" in done.stdout
 
 
+@pytest.mark.slow  # cosmic-ray mutates a cell and runs a row on every mutant
 def test_mutation_score_reports_the_share_killed_and_the_survivors_as_diffs(tmp_path):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -138,6 +140,7 @@ def test_lucy_ends_quietly_when_the_reader_of_its_output_goes_away():
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
 
 
+@pytest.mark.nbgrader  # generates a course and autogrades three submissions with real nbgrader
 def test_verify_grader_grades_only_the_named_case_and_keeps_nothing_unless_asked(tmp_path):
     """A contributor who changed one case grades it, not all of them; the scratch courses go with the run."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}

@@ -1,82 +1,29 @@
 """No import cycle anywhere in lucy_runtime, and no import up the layers: its imports,
-deferred ones included, form a graph without loops that runs one way (``LAYERS``)."""
+deferred ones included, form a graph without loops (found here) that runs one way (import-linter's
+layers contract in pyproject.toml, checked by ``lint-imports``)."""
 
 from __future__ import annotations
 
-import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO
+from .imports import imports_of, module_name
 
 PACKAGE = REPO / "lucy_runtime"
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
-
-
-def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The lucy_runtime modules ``name`` imports, at the top or deferred inside a function.
-
-    A deferred import that closes a loop is still a loop: it only moves the failure to
-    whichever caller comes first. Importing ``a.b.c`` also loads the packages above it.
-    """
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        targets = []
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([node.module] if node.module else []))
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        for target in targets:
-            parts = target.split(".")
-            found |= {".".join(parts[:n]) for n in range(1, len(parts) + 1)} & known
-    # The packages that hold ``name`` are loading already when it loads: no edge back to them.
-    return {target for target in found if not (name == target or name.startswith(target + "."))}
-
-
-LAYERS = (
-    ("runtime", ("lucy_runtime",)),
-    ("fakes", ("lucy_runtime.fakes",)),
-    ("engine", ("lucy_runtime.engine",)),
-    ("learner tools", ("lucy_runtime.practice", "lucy_runtime.explore")),
-    ("checker", ("lucy_runtime.checker",)),
-    ("grading", ("lucy_runtime.grading",)),
-    ("educator", ("lucy_runtime.educator",)),
-)
-"""Lowest first. A module may import its own layer and the layers below it, never one above.
-The runtime is every module at the top of ``lucy_runtime``: what a learner imports."""
-
-
-def layer(name: str) -> int:
-    """The layer of a module: the one whose package holds it most closely."""
-    best, depth = 0, -1
-    for rank, (_, packages) in enumerate(LAYERS):
-        for package in packages:
-            if (name == package or name.startswith(package + ".")) and package.count(".") > depth:
-                best, depth = rank, package.count(".")
-    return best
+    return {module_name(p, REPO): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def graph() -> dict[str, set[str]]:
     found = modules()
     return {name: imports_of(name, path, set(found)) for name, path in found.items()}
-
-
-def upward(edges: dict[str, set[str]]) -> list[str]:
-    """Every import of a module in a higher layer, as 'importer (layer) -> imported (layer)'."""
-    return [f"{a} ({LAYERS[layer(a)][0]}) -> {b} ({LAYERS[layer(b)][0]})"
-            for a in sorted(edges) for b in sorted(edges[a]) if layer(b) > layer(a)]
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -121,20 +68,6 @@ def test_no_module_of_lucy_runtime_imports_itself_back():
     assert cycles(graph()) == []
 
 
-def test_every_module_has_a_layer_of_its_package():
-    assert layer("lucy_runtime.store") == 0 and layer("lucy_runtime.engine.child") == 2
-    assert layer("lucy_runtime.checker.topics.sweep") == 4 and layer("lucy_runtime.educator.cli") == 6
-    assert {LAYERS[layer(name)][0] for name in modules()} == {name for name, _ in LAYERS}
-
-
-def test_the_layer_check_finds_a_planted_upward_import():
-    edges = graph()
-    edges["lucy_runtime.telegram"] = edges["lucy_runtime.telegram"] | {"lucy_runtime.engine.child"}
-    edges["lucy_runtime.engine.child"] = edges["lucy_runtime.engine.child"] | {"lucy_runtime.grading.sandbox"}
-    assert upward(edges) == ["lucy_runtime.engine.child (engine) -> lucy_runtime.grading.sandbox (grading)",
-                             "lucy_runtime.telegram (runtime) -> lucy_runtime.engine.child (engine)"]
-
-
 def test_the_layer_check_reads_a_planted_deferred_import(tmp_path):
     planted = tmp_path / "lucy_runtime" / "transport.py"
     planted.parent.mkdir()
@@ -143,7 +76,40 @@ def test_the_layer_check_reads_a_planted_deferred_import(tmp_path):
     assert imports_of("lucy_runtime.transport", planted, known) == {"lucy_runtime.checker", "lucy_runtime.checker.kit"}
 
 
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` on the lucy_runtime folder under ``root``, with this repository's contract."""
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(REPO / "pyproject.toml")], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_no_module_imports_a_layer_above_its_own():
     """The runtime knows nothing of the engine, the engine nothing of the checker, the checker
     nothing of grading, grading nothing of the educator's tools: no exceptions listed."""
-    assert upward(graph()) == []
+    done = lint_imports(REPO)
+    assert done.returncode == 0 and "1 kept, 0 broken" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.fixture
+def copy_of_the_package(tmp_path: Path) -> Path:
+    shutil.copytree(PACKAGE, tmp_path / "lucy_runtime", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("planted, broken", [
+    ("from .engine import child\n", "lucy_runtime.clock is not allowed to import lucy_runtime.engine"),
+    ("def later():\n    from .educator import cli\n", "lucy_runtime.clock is not allowed to import lucy_runtime.educator"),
+])
+def test_the_layer_contract_breaks_on_a_planted_upward_import_deferred_or_not(copy_of_the_package, planted, broken):
+    clock = copy_of_the_package / "lucy_runtime" / "clock.py"
+    clock.write_text(clock.read_text(encoding="utf-8") + "\n\n" + planted, encoding="utf-8")
+    done = lint_imports(copy_of_the_package)
+    assert done.returncode != 0 and broken in done.stdout, done.stdout + done.stderr
+
+
+def test_a_new_module_at_the_top_must_be_placed_in_a_layer(copy_of_the_package):
+    (copy_of_the_package / "lucy_runtime" / "placed_nowhere.py").write_text("X = 1\n", encoding="utf-8")
+    done = lint_imports(copy_of_the_package)
+    assert done.returncode != 0 and "lucy_runtime.placed_nowhere" in done.stdout, done.stdout + done.stderr

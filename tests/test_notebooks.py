@@ -93,18 +93,19 @@ def test_the_release_holds_no_solution_and_no_hidden_test(unit):
     source = nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4)
     released = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(str(release_of(unit)), as_version=4).cells
                 if is_learner_owned(c)}
-    for cell in source.cells:
-        if is_learner_owned(cell):
-            for line in solution_region(cell.source).splitlines():
-                if len(line.strip()) > 20:
-                    assert line.strip() not in released[nbgrader_meta(cell)["grade_id"]], f"leaked: {line.strip()}"
+    lines = [(nbgrader_meta(cell)["grade_id"], line.strip()) for cell in source.cells if is_learner_owned(cell)
+             for line in solution_region(cell.source).splitlines() if len(line.strip()) > 20]
+    assert lines, f"source/{unit} has no solution line to look for"
+    for grade_id, line in lines:
+        assert line not in released[grade_id], f"leaked: {line}"
 
 
 @pytest.mark.parametrize("unit", UNITS)
 def test_every_learner_cell_in_the_release_raises_not_implemented(unit):
-    for cell in nbformat.read(str(release_of(unit)), as_version=4).cells:
-        if is_learner_owned(cell):
-            assert "raise NotImplementedError(" in cell.source, nbgrader_meta(cell)["grade_id"]
+    owned = [c for c in nbformat.read(str(release_of(unit)), as_version=4).cells if is_learner_owned(c)]
+    assert owned, f"the release of {unit} has no learner cell"
+    for cell in owned:
+        assert "raise NotImplementedError(" in cell.source, nbgrader_meta(cell)["grade_id"]
 
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
@@ -113,7 +114,9 @@ HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
 def test_hidden_tests_hold_only_a_grade_call_for_an_existing_row(notebook):
     nb = nbformat.read(str(notebook), as_version=4)
-    for grade_id, points in graded_test_cells(nb).items():
+    graded = graded_test_cells(nb)
+    assert graded, f"{notebook.name} has no graded test cell"
+    for grade_id, points in graded.items():
         cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
         hidden = HIDDEN.findall(cell.source)
         assert hidden == [f'grade("{row_of(grade_id)}")\n'], grade_id
@@ -130,9 +133,10 @@ def test_every_row_of_a_unit_has_exactly_one_graded_cell(unit, letter):
 @pytest.mark.parametrize("notebook", SOURCES, ids=lambda p: p.parent.name)
 def test_every_recorded_experiment_has_a_prediction_before_it(notebook):
     text = "\n".join(c.source for c in nbformat.read(str(notebook), as_version=4).cells)
-    for block in re.findall(r'evidence\.record\("([^"]+)"', text):
-        if block.endswith(("hand-off", "answer")):
-            continue  # notes and written answers, not experiments
+    # Notes and written answers are recorded too, but they are not experiments.
+    experiments = [b for b in re.findall(r'evidence\.record\("([^"]+)"', text) if not b.endswith(("hand-off", "answer"))]
+    assert experiments, f"{notebook.name} records no experiment"
+    for block in experiments:
         predicted = text.find(f'evidence.predict("{block}"')
         assert 0 <= predicted < text.find(f'evidence.record("{block}"'), block
 
@@ -163,7 +167,9 @@ def test_the_visible_part_of_each_test_cell_names_learner_functions(notebook):
         for c in nbformat.read(str(n), as_version=4).cells:
             if is_learner_owned(c):
                 defined |= set(re.findall(r"^def (\w+)\(", c.source, re.M))
-    for grade_id in graded_test_cells(nb):
+    graded = graded_test_cells(nb)
+    assert graded, f"{notebook.name} has no graded test cell"
+    for grade_id in graded:
         cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
         visible = VISIBLE.findall(cell.source.split("### BEGIN HIDDEN TESTS")[0])
         assert len(visible) == 1, grade_id

@@ -50,3 +50,22 @@ def test_a_version_other_than_the_pinned_one_fails():
         test_the_patched_package_is_the_version_the_patch_was_written_for(moved)
     with pytest.raises(AttributeError):
         resolve("nbgrader.converters.GenerateAssignment.no_such_method")
+
+
+def test_the_sandboxed_orchestrator_leaves_the_standard_library_s_mkdtemp_as_it_is():
+    """The rows' orchestrator, told to drop its children to a user (as in the sandbox), makes its
+    folders open where it makes them: ``tempfile.mkdtemp`` stays the standard library's for
+    everything else in the process (the known-bad: a replacement that made every new folder 0777)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    request = json.dumps({"cells": [], "rows": [], "timeout": 1.0, "drop_to": [os.getuid(), os.getgid()]})
+    probe = ("import sys, tempfile\n"
+             "from lucy_runtime.grading import orchestrator\n"
+             "orchestrator._rows_main()\n"
+             "print(tempfile.mkdtemp.__qualname__, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], input=request, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["[]"], done.stdout + done.stderr
+    assert done.stderr.split()[-1:] == ["mkdtemp"], done.stderr

@@ -25,7 +25,7 @@ from lucy_runtime.checker.series import Series
 from lucy_runtime.educator.cases import Case, by_name
 from lucy_runtime.educator.tampers import Append, tamper_by_name
 
-from .conftest import learner_with, temporary_folder_at, with_case
+from .conftest import learner_with, need_sandbox, temporary_folder_at, with_case
 
 _FINGERPRINT = '''
 import gc as _gc, json as _json, os as _os, re as _re, sys as _sys, tempfile as _tempfile
@@ -201,8 +201,7 @@ def test_in_the_sealed_sandbox_no_run_of_a_crash_row_finds_a_file_or_process_an_
     transaction otherwise, passes the crash row in the sealed sandbox (files in /tmp and /dev/shm
     and a daemon are gone before every run) and fails it outside, where nothing is wiped."""
     box = sandbox.detect()
-    if not box.drops_user:
-        pytest.skip(f"no sandbox with a grader user here: {box.reason or box.mode}")
+    need_sandbox(box, drops_user=True)
     (sealed,) = orchestrator.run_sealed_rows(with_case(reference_cells, _wrong_when_something_is_left(["/tmp", "/dev/shm"])),
                                         ["finish-atomic"], timeout=5.0, box=box).results
     assert sealed.passed, sealed.observation

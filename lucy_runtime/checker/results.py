@@ -73,10 +73,5 @@ class CheckReport:
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
 
-    def to_frame(self):
-        import pandas as pd  # noqa: PLC0415 - deferred: a kernel grading a row never builds a frame
-
-        return pd.DataFrame([asdict(r) for r in self.results])
-
     def to_json(self) -> str:
         return json.dumps([asdict(r) for r in self.results], indent=2)

@@ -7,7 +7,6 @@ exactly as an educator would run it. Scores are read back from nbgrader's gradeb
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from typing import Callable
 import nbformat
 
 from ..errors import NbgraderFailed
+from ..grading import nbgrader_log
 from ..cells import grade_id, nbgrader_meta, test_cells
 from ..notebook import UNITS
 
@@ -30,8 +30,6 @@ REPO = Path(__file__).resolve().parents[2]
 NBGRADER = (sys.executable, "-m", "lucy_runtime.grading.nbgrader_main")
 """How grading starts nbgrader: its own command line, minus an import it never uses (see nbgrader_main)."""
 
-CONFIG_BROKEN = "Exception while loading config file"
-"""traitlets logs this and carries on without the file: every setting in it silently lost."""
 
 
 def scratch_tmp() -> tempfile.TemporaryDirectory[str]:
@@ -60,7 +58,7 @@ def nbgrader(args: list[str], *, cwd: Path, timeout: float = 900) -> str:
         done = subprocess.run([*NBGRADER, *args], cwd=cwd, capture_output=True, text=True,
                               timeout=timeout, env=_env(tmp))
     output = done.stdout + done.stderr
-    if done.returncode != 0 or CONFIG_BROKEN in output:
+    if done.returncode != 0 or nbgrader_log.config_lost(output):
         raise NbgraderFailed(args, output)
     return output
 
@@ -126,15 +124,15 @@ def stream_lines(command: list[str], *, cwd: Path, timeout: float, on_line, env:
 def nbgrader_streaming(args: list[str], *, cwd: Path, timeout: float, on_student) -> str:
     """Like ``nbgrader`` but reads the log as it comes, calling ``on_student`` per student."""
     def on_line(line: str) -> None:
-        found = re.search(r"Sanitizing .*/submitted/([^/]+)/", line)
-        if found:
-            on_student(found.group(1))
+        student = nbgrader_log.student_started(line)
+        if student:
+            on_student(student)
 
     with scratch_tmp() as tmp:
         done = stream_lines([*NBGRADER, *args], cwd=cwd, timeout=timeout, on_line=on_line, env=_env(tmp))
     if done.timed_out:
         raise NbgraderFailed(args, done.output + f"\n(no end after {timeout:g} s: stopped)")
-    if done.returncode != 0 or CONFIG_BROKEN in done.output:
+    if done.returncode != 0 or nbgrader_log.config_lost(done.output):
         raise NbgraderFailed(args, done.output)
     return done.output
 
@@ -223,9 +221,8 @@ def validate_release(units: tuple[str, ...] = UNITS, *, root: Path = REPO) -> li
         present = [unit for unit in units if (scratch_root / "source" / unit).exists()]
         # One nbgrader command per side; it prints one verdict per notebook, in order, without naming it.
         for area, flags, success, fault in (
-                ("source", [], "Success! Your notebook passes all the tests.", "does not pass its own tests"),
-                ("release", ["--invert"], "Success! The notebook does not pass any tests.",
-                 "passes a test although nothing is written")):
+                ("source", [], nbgrader_log.VALIDATE_PASSES, "does not pass its own tests"),
+                ("release", ["--invert"], nbgrader_log.VALIDATE_INVERTED_PASSES, "passes a test although nothing is written")):
             notebooks = [f"{area}/{unit}/{unit}.ipynb" for unit in present]
             if not notebooks or nbgrader(["validate", *flags, *notebooks], cwd=scratch_root).count(success) == len(notebooks):
                 continue
@@ -314,8 +311,3 @@ class ScratchCourse:
         nbgrader(["export", f"--to={to}"], cwd=self.root)
         return pd.read_csv(to)
 
-    def grade_submission(self, student: str, unit: str, nb, *, name: str | None = None) -> GradedSubmission:
-        started = time.monotonic()
-        self.submit(student, unit, nb)
-        self.autograde(unit, student)
-        return self.graded(unit, student, name=name, seconds=round(time.monotonic() - started, 1))

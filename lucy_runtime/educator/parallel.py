@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from .course import CONFIG_BROKEN, NBGRADER, _env, scratch_tmp, stream_lines
+from .course import NBGRADER, _env, scratch_tmp, stream_lines
 from ..errors import InvalidField, NothingToGrade
+from ..grading import nbgrader_log
 from ..grading.gradebook import check_reachable, course_db_url
 from .scheduler import TlsFiles, connect
 
@@ -106,25 +107,8 @@ def batches(students: list[str], jobs: int) -> list[list[str]]:
     return [batch for batch in split if batch]
 
 
-def _student_of(line: str, assignment: str) -> str | None:
-    """The student a line of nbgrader's autograde log is about, when it names a submission folder."""
-    found = re.search(rf"/(?:submitted|autograded)/([^/\s]+)/{re.escape(assignment)}\b", line)
-    return found.group(1) if found else None
-
-
-def _failed_students(output: str, assignment: str) -> set[str]:
-    """nbgrader ends a run that met errors with one line per student it could not grade."""
-    return set(re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' "
-                          r"for student '([^']+)'", output))
-
-
-def _stopped(log: str) -> str:
-    """What stopped a submission, from its stretch of the log (``grading.kernel.STOPPED_LOG``)."""
-    return "; ".join(dict.fromkeys(m.strip() for m in re.findall(r"Submission stopped: (.+)", log)))
-
-
 def _status_of_failure(log: str) -> Status:
-    return Status.KERNEL_DIED if "DeadKernelError" in log or "Kernel died" in log else Status.FAILED
+    return Status.KERNEL_DIED if nbgrader_log.kernel_died(log) else Status.FAILED
 
 
 @dataclass
@@ -150,7 +134,7 @@ def _autograde(course: Path, assignment: str, waiting: list[str], timeout: float
     run = _Command()
 
     def reaches_the_next(line: str) -> bool:  # stream_lines asks this first, then hands the line to on_line
-        student = _student_of(line, assignment)
+        student = nbgrader_log.student_of(line, assignment)
         if student in waiting and student not in run.started:
             run.started[student] = time.monotonic()
             run.order.append(student)
@@ -186,14 +170,14 @@ def grade_batch(root: str, assignment: str, students: list[str], timeout: float)
     waiting = sorted(students)
     while waiting:
         run = _autograde(course, assignment, waiting, timeout)
-        if CONFIG_BROKEN in run.output or not run.order:
+        if nbgrader_log.config_lost(run.output) or not run.order:
             # The command graded nobody: its settings were lost, it failed before the first
             # submission, or it ran out of time starting up. Every submission shares that end.
             status = Status.TIMED_OUT if run.timed_out else Status.FAILED
             for student in waiting:
                 outcomes[student] = Outcome(student, status, round(run.ended - run.began, 1), run.output[-2000:])
             break
-        failed = _failed_students(run.output, assignment)
+        failed = nbgrader_log.failed_students(run.output, assignment)
         for student in run.order:
             seconds, tail, last = run.seconds(student), "".join(run.logs[student])[-2000:], student == run.order[-1]
             if last and run.timed_out:
@@ -207,7 +191,7 @@ def grade_batch(root: str, assignment: str, students: list[str], timeout: float)
                 # nbgrader itself ended badly while on this submission (it lists the ones it failed).
                 outcomes[student] = Outcome(student, _status_of_failure(run.output), seconds, run.output[-2000:])
             else:
-                outcomes[student] = Outcome(student, Status.GRADED, seconds, stopped=_stopped("".join(run.logs[student])))
+                outcomes[student] = Outcome(student, Status.GRADED, seconds, stopped=nbgrader_log.stopped("".join(run.logs[student])))
         unreached = [s for s in waiting if s not in run.started]
         if not run.timed_out:
             for student in unreached:  # the command ended on its own without reaching them
@@ -277,23 +261,11 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
     before and not handed in again since is left as it is (``Status.UNCHANGED``), as plain
     ``nbgrader autograde`` leaves it. Every outcome carries its score from the gradebook.
     """
-    from distributed import Client, LocalCluster, as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
-
     root = Path(root).resolve()
     db_url = course_db_url(root)  # a folder that is no course is refused before anything else
     submitted = submitted_students(root, assignment)
     students = submitted if students is None else sorted(set(students))
-    if not students:
-        raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
-    if jobs < 1:
-        raise InvalidField("jobs", "must be at least 1")
-    if scheduler is None and tls is not None and any((tls.ca_file, tls.cert, tls.key)):
-        raise InvalidField("tls", "the TLS files are for a --scheduler; the local cluster talks in-process")
-    unnameable = [s for s in submitted if UNNAMEABLE & set(s)]
-    if unnameable:
-        raise InvalidField("student", f"{', '.join(map(repr, unnameable))} cannot be named on nbgrader's command "
-                                      f"line (no {' '.join(sorted(UNNAMEABLE))} in a student id): rename the "
-                                      "submission folder, and nothing is graded until then")
+    _refuse_what_cannot_be_graded(root, assignment, submitted, students, jobs, scheduler, tls)
     os.environ["PATH"] = _env()["PATH"]  # nbgrader runs `alembic` by name for a new gradebook
     _check_gradebook(db_url, assignment)
     from ..grading.late_work import apply_due_dates  # noqa: PLC0415 - deferred: it loads nbgrader
@@ -305,26 +277,58 @@ def autograde_class(root: Path, assignment: str, *, jobs: int = 2, scheduler: st
         unchanged = [s for s in students if unchanged_since_graded(root, assignment, s)]
         outcomes = [Outcome(s, Status.UNCHANGED, 0.0) for s in unchanged]
         students = [s for s in students if s not in unchanged]
-    cluster = None
-    if scheduler is None:
-        # Each job is a process of its own, so worker threads are enough: the cluster lives in this
-        # process and talks in-process, with no port and no dashboard.
-        cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
-    try:
+    with _dask_client(scheduler, tls, jobs) as client:
         # Connected even when nothing is new: a scheduler that cannot be reached is said now, not next time.
-        with Client(cluster) if cluster is not None else connect(str(scheduler), tls) as client:
-            futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
-                                     key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
-                       for batch in (batches(students, jobs) if students else [])]
-            for future in as_completed(futures):
-                for outcome in future.result():
-                    outcomes.append(outcome)
-                    if on_done:
-                        on_done(outcome, len([o for o in outcomes if o.status is not Status.UNCHANGED]),
-                                len(students))
-    finally:
-        if cluster is not None:
-            cluster.close()
+        for outcome in _graded_as_jobs_end(client, root, assignment, batches(students, jobs) if students else [], timeout):
+            outcomes.append(outcome)
+            if on_done:
+                on_done(outcome, len([o for o in outcomes if o.status is not Status.UNCHANGED]), len(students))
     outcomes = sorted(with_scores(db_url, assignment, outcomes), key=lambda o: o.student)
     return ClassGrading(assignment, tuple(outcomes), round(time.monotonic() - started, 1), jobs,
                         "LocalCluster" if scheduler is None else scheduler)
+
+
+def _refuse_what_cannot_be_graded(root: Path, assignment: str, submitted: list[str], students: list[str], jobs: int,
+                                  scheduler: str | None, tls: TlsFiles | None) -> None:
+    """Raise, before any job starts, for a class nothing can be graded in as asked."""
+    if not students:
+        raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
+    if jobs < 1:
+        raise InvalidField("jobs", "must be at least 1")
+    if scheduler is None and tls is not None and any((tls.ca_file, tls.cert, tls.key)):
+        raise InvalidField("tls", "the TLS files are for a --scheduler; the local cluster talks in-process")
+    unnameable = [s for s in submitted if UNNAMEABLE & set(s)]
+    if unnameable:
+        raise InvalidField("student", f"{', '.join(map(repr, unnameable))} cannot be named on nbgrader's command "
+                                      f"line (no {' '.join(sorted(UNNAMEABLE))} in a student id): rename the "
+                                      "submission folder, and nothing is graded until then")
+
+
+@contextmanager
+def _dask_client(scheduler: str | None, tls: TlsFiles | None, jobs: int) -> Iterator:
+    """A Dask client of the scheduler at ``scheduler``, or of a ``LocalCluster`` in this process."""
+    from distributed import Client, LocalCluster  # noqa: PLC0415 - deferred: Dask takes seconds to import
+
+    if scheduler is not None:
+        with connect(scheduler, tls) as client:
+            yield client
+        return
+    # Each job is a process of its own, so worker threads are enough: the cluster lives in this
+    # process and talks in-process, with no port and no dashboard.
+    cluster = LocalCluster(n_workers=1, threads_per_worker=jobs, processes=False, dashboard_address=None)
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+def _graded_as_jobs_end(client, root: Path, assignment: str, jobs: list[list[str]], timeout: float) -> Iterator[Outcome]:
+    """Each batch in ``jobs`` graded by ``grade_batch`` on the cluster; its outcomes as each job ends."""
+    from distributed import as_completed  # noqa: PLC0415 - deferred: Dask takes seconds to import
+
+    futures = [client.submit(grade_batch, str(root), assignment, batch, timeout,
+                             key=f"autograde-{assignment}-{batch[0]}-{len(batch)}", retries=0, pure=False)
+               for batch in jobs]
+    for future in as_completed(futures):
+        yield from future.result()

@@ -28,9 +28,10 @@ from nbgrader.preprocessors import Execute
 
 from ..engine import limits as _limits
 from ..errors import SandboxUnavailable
+from .nbgrader_log import STOPPED
 from .provisioner import PROVISIONER_NAME, SandboxProvisioner
 
-STOPPED_LOG = "Submission stopped: %s"
+STOPPED_LOG = STOPPED + "%s"
 """How nbgrader's log names what stopped a submission's kernel (``lucy autograde`` reports these lines)."""
 KERNEL_DIED = "its kernel died"
 

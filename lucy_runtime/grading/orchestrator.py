@@ -29,7 +29,7 @@ from ..errors import SandboxUnavailable
 from ..engine.limits import LIMIT_HINT, Limits
 from ..checker import CheckReport, SourceLearner, run_row
 from ..checker.harness import Harness
-from .patches import share_new_temp_folders
+from .nbgrader_log import STOPPED
 from .process import ORCHESTRATOR, CheckerProcess, read_answer, request_line
 from ..checker.results import RowResult
 from ..checker.rows import ROWS
@@ -70,7 +70,7 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
             breaches = group.breaches(limits)
             group.close()
             if breaches and log is not None:
-                log.warning("Submission stopped: the %s limit, in the sealed re-check",
+                log.warning(STOPPED + "the %s limit, in the sealed re-check",
                             " limit, the ".join(breaches))
     if done.returncode != 0:
         raise SandboxUnavailable(f"the sealed re-check failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
@@ -99,11 +99,11 @@ def _rows_main(serve: bool = False) -> int:
         confine._sandboxed = bool(request.get("sandboxed"))
         if request.get("drop_to") and confine._drop_to is None:
             confine._drop_to = (int(request["drop_to"][0]), int(request["drop_to"][1]))
-            # Scenario folders are made here and written by the children (the grader user):
-            # in this sandbox-only process, every new file and folder is open to them.
+            # Scenario files are made here and written by the children (the grader user): in this
+            # sandbox-only process, every new file is open to them. Folders get their mode where
+            # they are made (Harness: the work folder 0711, each scenario's 0777).
             os.umask(0)
-            share_new_temp_folders()
-        # Sandboxed, a folder of this process's /tmp, open to the grader user; otherwise Harness's own (in RAM).
+        # Sandboxed, a folder of this process's /tmp; otherwise Harness's own (in RAM).
         drop_to = confine._drop_to
         workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if drop_to else None
         # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between

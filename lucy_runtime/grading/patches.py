@@ -11,12 +11,9 @@ kernel provisioner API (``provisioner.py``).
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .unchanged_on_failure import sqlite_files, unchanged_on_failure
 
@@ -34,46 +31,10 @@ class Patch:
 
 
 PATCHES = (
-    Patch("nbgrader", "0.9.6", "nbgrader.nbgraderformat.common.jsonschema", "patches.check_metadata_schema_once"),
     Patch("nbgrader", "0.9.6", "nbgrader.converters.GenerateAssignment.start", "patches.guard_generate_assignment"),
     Patch("hypothesis", "6.170.17", "hypothesis.internal.conjecture.engine.MAX_SHRINKS", "checker/model_based.py"),
     Patch("hypothesis", "6.170.17", "hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS", "checker/model_based.py"),
-    Patch("python", "3.11", "tempfile.mkdtemp", "patches.share_new_temp_folders"),
 )
-
-
-class SchemaCheckedOnce:
-    """The ``jsonschema`` module as nbgrader's metadata check sees it: ``validate`` builds one
-    validator per schema, checks that schema once, and raises what ``jsonschema.validate`` raises."""
-
-    def __init__(self, jsonschema) -> None:
-        self._jsonschema = jsonschema
-        self._validators: dict[str, Any] = {}  # a jsonschema Validator per schema
-
-    def __getattr__(self, name: str):
-        return getattr(self._jsonschema, name)
-
-    def validate(self, instance, schema, cls=None, *args, **kwargs) -> None:
-        if cls is not None or args or kwargs:
-            self._jsonschema.validate(instance, schema, cls, *args, **kwargs)
-            return
-        key = json.dumps(schema, sort_keys=True)  # by content: nbgrader loads the schema anew per validator
-        validator = self._validators.get(key)
-        if validator is None:
-            kind = self._jsonschema.validators.validator_for(schema)
-            kind.check_schema(schema)  # a broken schema raises SchemaError here, as validate would
-            validator = self._validators[key] = kind(schema)
-        error = self._jsonschema.exceptions.best_match(validator.iter_errors(instance))
-        if error is not None:
-            raise error
-
-
-def check_metadata_schema_once() -> None:
-    """Give nbgrader's cell-metadata check (``nbgrader.nbgraderformat.common``) a SchemaCheckedOnce."""
-    from nbgrader.nbgraderformat import common  # noqa: PLC0415 - only where nbgrader runs
-
-    if not isinstance(common.jsonschema, SchemaCheckedOnce):
-        common.jsonschema = SchemaCheckedOnce(common.jsonschema)
 
 
 def guard_generate_assignment() -> None:
@@ -97,16 +58,3 @@ def guard_generate_assignment() -> None:
 
     setattr(guarded, "keeps_course_on_failure", True)  # a mark on the function; mypy knows no such attribute
     GenerateAssignment.start = guarded
-
-
-def share_new_temp_folders() -> None:
-    """In the sandboxed orchestrator alone: every folder ``tempfile.mkdtemp`` makes from now on is
-    open to the grader user, who writes the scenario folders this process makes."""
-    make_temp = tempfile.mkdtemp
-
-    def shared_mkdtemp(*args, **kwargs):
-        path = make_temp(*args, **kwargs)
-        os.chmod(path, 0o777)
-        return path
-
-    tempfile.mkdtemp = shared_mkdtemp

@@ -7,14 +7,23 @@ import ast
 import re
 from pathlib import Path
 
+import jupyter_server.extension.manager
+import nbgrader.exchange.abc
+
 from .conftest import REPO
 
 HOOKS = re.compile(r"^_[a-z]+(_[a-z]+)*_$|^__\w+__$")
 """Names a framework calls: IPython's ``_ipython_display_``, ``_repr_html_``; Python's dunders."""
 
 
+FRAMEWORKS = (Path(nbgrader.exchange.abc.__file__).parent, Path(jupyter_server.extension.manager.__file__).parent)
+"""Code that calls our overrides and hooks by name: nbgrader's exchange (``init_src``, ``ensure_root``),
+jupyter_server's extension loader (``_load_jupyter_server_extension``)."""
+
+
 def texts() -> dict[Path, str]:
-    paths = [*REPO.glob("lucy_runtime/**/*.py"), *REPO.glob("tests/*.py"), REPO / "nbgrader_config.py",
+    frameworks = [p for f in FRAMEWORKS for p in ([f] if f.is_file() else sorted(f.glob("*.py")))]
+    paths = [*frameworks, *REPO.glob("lucy_runtime/**/*.py"), *REPO.glob("tests/*.py"), REPO / "nbgrader_config.py",
              REPO / "pyproject.toml", REPO / "Makefile", *REPO.glob("source/*/*.md"), *REPO.glob("chapters/**/*.md")]
     return {p: p.read_text(encoding="utf-8", errors="replace") for p in paths}
 

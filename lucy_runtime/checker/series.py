@@ -98,7 +98,10 @@ class Series:
     def copy(self) -> Kept:
         """The folder as it is now (called while the child waits at a point: what a kill there would leave)."""
         kept = self._aside()
-        shutil.copytree(self.scenario.dir, kept, symlinks=True)
+        try:
+            shutil.copytree(self.scenario.dir, kept, symlinks=True)
+        except shutil.Error:  # what learner code made unreadable stays behind; the scenario's files are copied
+            pass
         for root, dirs, files in os.walk(kept):  # the copies are this process's: open them to a restart as another user
             for name in dirs:
                 os.chmod(os.path.join(root, name), 0o777)

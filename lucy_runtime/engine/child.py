@@ -298,14 +298,11 @@ def _spawn(fn: Callable[[], Any], plan: Plan, db: str) -> _Child:
     control_r, control_w = os.pipe()
     reply_r, reply_w = os.pipe()
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        for fd in (result_r, control_r, reply_w):
-            os.close(fd)
-        _child_main(fn, result_w, control_w, reply_r)
+    pid, waited = confine.fork_run(lambda: _child_main(fn, result_w, control_w, reply_r), close=(result_r, control_r, reply_w))
     for fd in (result_w, control_w, reply_r):
         os.close(fd)
-    return _Child(pid, result_r, control_r, reply_w, plan, started, db=db)
+    return _Child(pid, result_r, control_r, reply_w, plan, started, db=db,
+                  reap=lambda _pid: os.waitpid(waited, 0)[1])
 
 
 class ForkServer:
@@ -340,15 +337,17 @@ class ForkServer:
         started = time.monotonic()
         try:
             socket.send_fds(self._socket, [bytes([_FORK, self.names.index(name)])], [result_w, control_w, reply_r])
-            pid = self._answer()
+            data = self._socket.recv(16)
+            pids = _PIDS.unpack(data) if len(data) == _PIDS.size else None
         finally:
             for fd in (result_w, control_w, reply_r):
                 os.close(fd)
-        if pid is None:
+        if pids is None:
             for fd in (result_r, control_r, reply_w):
                 os.close(fd)
             raise ForkServerGone("the checker's fork server is gone")
-        return _Child(pid, result_r, control_r, reply_w, plan, started, db=db, reap=self._reap)
+        pid, waited = pids  # the process to kill, and the one the server waits for (the same but in a fresh run)
+        return _Child(pid, result_r, control_r, reply_w, plan, started, db=db, reap=lambda _pid: self._reap(waited))
 
     def _answer(self) -> int | None:
         data = self._socket.recv(8)
@@ -377,6 +376,7 @@ class ForkServer:
 
 _FORK, _REAP = 1, 2
 _PID = struct.Struct(">i")
+_PIDS = struct.Struct(">ii")
 """Pids and wait statuses on the server's socket. A Struct made once: ``struct.pack`` with a format
 would cache it in the server after its first child, and the next child would find one more object."""
 
@@ -402,13 +402,10 @@ def _serve_one(scripts: list[Callable[[], Any]], channel: socket.socket) -> bool
             status = -1
         channel.send(_PID.pack(status))
         return True
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        channel.close()
-        _child_main(scripts[message[1]], *fds)
+    pid, waited = confine.fork_run(lambda: _child_main(scripts[message[1]], *fds), close=(channel.fileno(),))
     for fd in fds:
         os.close(fd)
-    channel.send(_PID.pack(pid))
+    channel.send(_PIDS.pack(pid, waited))
     return True
 
 

@@ -5,13 +5,23 @@ sandbox or not) sets this module's state once; every child then calls ``enter_ch
 first (``child.py``): it closes the files it inherited and, in the sandbox, takes the
 limits and drops to the grader user. ``reap_leftovers`` ends what a sandboxed run left.
 Forked from a kernel or a test, nothing is set and both do nothing.
+
+In the sealed sandbox (``_fresh_runs``), every run is forked by ``fork_run`` into namespaces of
+its own: its own pid namespace (the parent's kill ends the namespace's first process, and with
+it, at once, every process the run started: none can fork away or finish the work afterwards,
+and the wait returns only once all are gone), its own IPC namespace (no SysV shared memory,
+semaphore or POSIX message queue of one run reaches the next) and its own mount namespace with
+an empty ``/tmp`` and ``/dev/shm`` (no file of an earlier run, whatever its mode).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import struct
 import time
+from typing import Callable, NoReturn
 
 from ..errors import SandboxUnavailable
 from . import limits as _limits
@@ -25,6 +35,123 @@ learner code can write to the pipe its answers leave by."""
 
 _sandboxed = False
 """Set by the rows' orchestrator when it runs inside the sandbox (its own pid namespace)."""
+
+_fresh_runs: int = 0
+"""Set by the rows' orchestrator in the sealed sandbox, where it may make namespaces: the size in
+bytes of each run's own ``/tmp`` (and ``/dev/shm``); 0: runs are plain forks."""
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+RUN_FAILED = 70
+"""The exit status of a run whose namespaces could not be made (it ran no learner code)."""
+
+
+def _libc_call(name: str, *args: object) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{name}: {os.strerror(error)}")
+
+
+def _mount_tmpfs(target: str, size: int) -> None:
+    _libc_call("mount", b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={size},mode=1777".encode())
+
+
+def fork_run(main: Callable[[], NoReturn], close: tuple[int, ...] = ()) -> tuple[int, int]:
+    """Fork one run that calls ``main`` (which never returns); (the pid to kill, the pid to wait for).
+
+    Plain fork unless ``_fresh_runs``: then the run's first process (the pid to kill) is the
+    init of a new pid namespace, made by a process (the pid to wait for) that waits for it and
+    leaves as it left. That init mounts the run's own /proc, forks ``main`` and waits for it;
+    when ``main``'s process ends, or the init is killed, the kernel kills whatever else the run
+    left, before the wait of the parent returns. ``close``: descriptors of the caller's that the
+    run's processes close first.
+    """
+    if not _fresh_runs:
+        pid = os.fork()
+        if pid == 0:
+            for fd in close:
+                os.close(fd)
+            main()
+        return pid, pid
+    told, tell = os.pipe()
+    outer = os.fork()
+    if outer == 0:
+        os.close(told)
+        try:
+            for fd in close:
+                os.close(fd)
+            _libc_call("unshare", CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS)
+            _libc_call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+            _mount_tmpfs("/tmp", _fresh_runs)
+            if os.path.isdir("/dev/shm"):
+                _mount_tmpfs("/dev/shm", _fresh_runs)
+            init = os.fork()
+        except BaseException:
+            os._exit(RUN_FAILED)
+        if init == 0:
+            os.close(tell)
+            _init_of_run(main)
+        os.write(tell, _PID.pack(init))
+        os.close(tell)
+        _leave_as(os.waitpid(init, 0)[1])
+    os.close(tell)
+    data = os.read(told, _PID.size)
+    os.close(told)
+    return (_PID.unpack(data)[0] if len(data) == _PID.size else outer), outer
+
+
+_PID = struct.Struct(">i")
+
+
+def start_fresh_runs(size: int) -> bool:
+    """From now on, fork every run into namespaces of its own with a ``/tmp`` of ``size`` bytes,
+    if a trial run shows this process may make them (root with CAP_SYS_ADMIN); False, and plain
+    forks, otherwise."""
+    global _fresh_runs
+    _fresh_runs = size
+    try:
+        kill, waited = fork_run(lambda: os._exit(0))
+        status = os.waitpid(waited, 0)[1]
+    except OSError:
+        status = -1
+    if status != 0:
+        _fresh_runs = 0
+    return bool(_fresh_runs)
+
+
+def _init_of_run(main: Callable[[], NoReturn]) -> NoReturn:
+    """Process 1 of a run's pid namespace: its own /proc, then ``main`` in a child; leaves as that child left."""
+    try:
+        _libc_call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        child = os.fork()
+    except BaseException:
+        os._exit(RUN_FAILED)
+    if child == 0:
+        main()
+    while True:  # an init reaps every orphan of its namespace; it leaves when main's process has
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(RUN_FAILED)
+        if pid == child:
+            # Process 1 cannot die of a signal it sends itself: the code says which, and the outer process dies of it.
+            os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
+def _leave_as(status: int) -> NoReturn:
+    """End this process as the run's init ended (its code, or the signal it died of or named)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0 or code > 128:
+        sig = -code if code < 0 else code - 128
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + sig if sig < 128 else RUN_FAILED)
+    os._exit(code)
 
 
 def reap_leftovers() -> None:

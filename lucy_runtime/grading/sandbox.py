@@ -52,6 +52,8 @@ from ..engine.limits import PRLIMIT, Limits
 
 GRADER_USER = "lucy-grader"
 NOBODY = 65534
+CHECK_IN_BOX = "/var/lucy-check"
+"""The sealed re-check's own folder for its scenario folders, a tmpfs of ``tmp_mb`` (its runs each get a new ``/tmp``)."""
 RUNTIME_IN_BOX = "/opt/lucy-runtime"
 """Where the read-only snapshot of ``lucy_runtime`` is mounted inside the sandbox."""
 SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", "educator")
@@ -101,7 +103,8 @@ class Sandbox:
 
     def command(self, argv: list[str], *, workdir: str | os.PathLike | None = None, work_source: str | os.PathLike | None = None,
                 read_only: Sequence[tuple[str, str]] = (), env: dict[str, str] | None = None, as_grader: bool = True,
-                caps: tuple[str, ...] = (), writable: Sequence[str] = (), limits: Limits | None = None) -> list[str]:
+                caps: tuple[str, ...] = (), writable: Sequence[str] = (), limits: Limits | None = None,
+                private: Sequence[tuple[str, int]] = ()) -> list[str]:
         """The bwrap command line that runs ``argv`` inside the sandbox.
 
         ``workdir`` is the one writable folder, seen at that path inside (``/tmp`` only when
@@ -111,7 +114,8 @@ class Sandbox:
         as the grader user (mode "user"); ``caps`` are the capabilities ``argv`` keeps
         instead (the rows' orchestrator keeps CAP_SETUID and CAP_SETGID for its children, and CAP_KILL to stop them).
         ``limits`` sizes ``/tmp``; unless ``argv`` keeps capabilities, it also runs under their rlimits
-        (the orchestrator sets them in each child instead).
+        (the orchestrator sets them in each child instead). ``private`` adds (path inside, size in bytes)
+        folders, each an empty tmpfs of that size, open to everyone inside.
         """
         if not self.isolated or self.bwrap is None:
             raise SandboxUnavailable(self.warning())
@@ -121,13 +125,19 @@ class Sandbox:
         box += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
         made = {"/", "/tmp", "/usr", "/etc", "/proc", "/dev"}
 
-        def mount(kind: str, host: str, inside: str) -> list[str]:
+        def parents(inside: str) -> list[str]:
             dirs = []  # bwrap would make missing parents 0700: the grader user could not pass them
             for parent in reversed(Path(inside).parents):
                 if str(parent) not in made:
                     made.add(str(parent))
                     dirs += ["--perms", "0755", "--dir", str(parent)]
-            return dirs + [kind, host, inside]
+            return dirs
+
+        def mount(kind: str, host: str, inside: str) -> list[str]:
+            return parents(inside) + [kind, host, inside]
+
+        def sized(inside: str, size: int, perms: str = "0777") -> list[str]:
+            return parents(inside) + ["--perms", perms, "--size", str(size), "--tmpfs", inside]
 
         for path in python_paths(argv[0] if argv else None):
             if workdir is not None and Path(workdir).is_relative_to(path):
@@ -137,6 +147,8 @@ class Sandbox:
         box += mount("--ro-bind", str(runtime), RUNTIME_IN_BOX)
         for host, inside in read_only:
             box += mount("--ro-bind", str(host), str(inside))
+        for inside, size in private:
+            box += sized(inside, size)
         channel = os.environ.get(TEST_CHANNEL)
         for folder in [*writable, *([channel] if channel else [])]:
             box += mount("--bind", str(folder), str(folder))

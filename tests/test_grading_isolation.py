@@ -556,4 +556,5 @@ def test_a_kernels_sockets_fit_a_unix_socket_path_whatever_the_temporary_folder(
     try:
         assert len(str(folder / "kernel-99")) <= sandbox.SOCKET_PATH_MAX
     finally:
-        folder.rmdir()
+        sandbox.remove_socket_folder(folder)
+    assert not folder.exists()

@@ -41,12 +41,13 @@ _fresh_runs: int = 0
 bytes of each run's own ``/tmp`` (and ``/dev/shm``); 0: runs are plain forks."""
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 12, 1 << 14, 1 << 18
 RUN_FAILED = 70
 """The exit status of a run whose namespaces could not be made (it ran no learner code)."""
 
 
-def _libc_call(name: str, *args: object) -> None:
+def libc_call(name: str, *args: object) -> None:
+    """Call the C library's ``name`` (unshare, mount, umount2); OSError when it fails."""
     libc = ctypes.CDLL(None, use_errno=True)
     if getattr(libc, name)(*args) != 0:
         error = ctypes.get_errno()
@@ -54,8 +55,31 @@ def _libc_call(name: str, *args: object) -> None:
 
 
 def _mount_tmpfs(target: str, size: int) -> None:
-    _libc_call("mount", b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-               f"size={size},mode=1777".encode())
+    """An empty tmpfs over ``target``; what was mounted below ``target`` (a folder bound into the sandbox
+    there) is bound again at the same place."""
+    below = sorted(_mounts_below(target))
+    old = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        libc_call("mount", b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                  f"size={size},mode=1777".encode())
+        for path in below:
+            if any(path.startswith(other + "/") for other in below):
+                continue  # carried along by its parent's recursive bind
+            inside = os.path.relpath(path, target)
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            libc_call("mount", f"/proc/self/fd/{old}/{inside}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
+    finally:
+        os.close(old)
+
+
+def _mounts_below(target: str) -> set[str]:
+    found = set()
+    with open("/proc/self/mountinfo") as mounts:
+        for line in mounts:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point.startswith(target.rstrip("/") + "/"):
+                found.add(point)
+    return found
 
 
 def fork_run(main: Callable[[], NoReturn], close: tuple[int, ...] = ()) -> tuple[int, int]:
@@ -82,8 +106,8 @@ def fork_run(main: Callable[[], NoReturn], close: tuple[int, ...] = ()) -> tuple
         try:
             for fd in close:
                 os.close(fd)
-            _libc_call("unshare", CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS)
-            _libc_call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+            libc_call("unshare", CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS)
+            libc_call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
             _mount_tmpfs("/tmp", _fresh_runs)
             if os.path.isdir("/dev/shm"):
                 _mount_tmpfs("/dev/shm", _fresh_runs)
@@ -124,7 +148,7 @@ def start_fresh_runs(size: int) -> bool:
 def _init_of_run(main: Callable[[], NoReturn]) -> NoReturn:
     """Process 1 of a run's pid namespace: its own /proc, then ``main`` in a child; leaves as that child left."""
     try:
-        _libc_call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        libc_call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         child = os.fork()
     except BaseException:
         os._exit(RUN_FAILED)

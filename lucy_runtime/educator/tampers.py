@@ -167,6 +167,8 @@ import ctypes as _ctypes, hashlib as _hashlib, os as _os, tempfile as _tempfile
 
 _LIBC = _ctypes.CDLL(None, use_errno=True)
 NOTE = "note"
+CHANNELS = ("files", "shm", "mqueue")
+PLACES = None  # where the files go besides its own folder: the temporary folder and /dev/shm
 
 
 def _note_name(queue, assignment):
@@ -178,7 +180,8 @@ def _notes_left(queue, assignment):
     """Leave notes where a wipe between runs would miss them; say whether an earlier run's were there."""
     name = _note_name(queue, assignment)
     found = False
-    for place in (_os.path.dirname(_os.path.abspath(queue.store.path)), _tempfile.gettempdir(), "/dev/shm"):
+    places = [_os.path.dirname(_os.path.abspath(queue.store.path))] + (PLACES or [_tempfile.gettempdir(), "/dev/shm"])
+    for place in places if "files" in CHANNELS else ():
         note = _os.path.join(place, "." + name)  # a folder made unwritable, holding a file of mode 0
         found = found or _os.path.exists(note)
         try:
@@ -188,16 +191,18 @@ def _notes_left(queue, assignment):
             _os.chmod(note, 0o500)
         except OSError:
             pass
-    key = int(_hashlib.sha1(name.encode()).hexdigest()[:7], 16)
-    found = found or _LIBC.shmget(key, 0, 0) >= 0  # SysV shared memory
-    _LIBC.shmget(key, 4096, 0o1000 | 0o600)
-    queue_name = ("/" + name).encode()  # a POSIX message queue
-    opened = _LIBC.mq_open(queue_name, _os.O_RDONLY)
-    found = found or opened >= 0
-    if opened < 0:
-        opened = _LIBC.mq_open(queue_name, _os.O_RDONLY | _os.O_CREAT, 0o600, None)
-    if opened >= 0:
-        _LIBC.mq_close(opened)
+    if "shm" in CHANNELS:  # SysV shared memory
+        key = int(_hashlib.sha1(name.encode()).hexdigest()[:7], 16)
+        found = found or _LIBC.shmget(key, 0, 0) >= 0
+        _LIBC.shmget(key, 4096, 0o1000 | 0o600)
+    if "mqueue" in CHANNELS:  # a POSIX message queue
+        queue_name = ("/" + name).encode()
+        opened = _LIBC.mq_open(queue_name, _os.O_RDONLY)
+        found = found or opened >= 0
+        if opened < 0:
+            opened = _LIBC.mq_open(queue_name, _os.O_RDONLY | _os.O_CREAT, 0o600, None)
+        if opened >= 0:
+            _LIBC.mq_close(opened)
     return found
 
 

@@ -108,9 +108,10 @@ def _leave_a_spoiler(queue, assignment):
 
 def finish(queue, assignment, result):
     tell = _leave_a_spoiler(queue, assignment)
-    report = _honest_finish(queue, assignment, result)
-    _os.write(tell, b"x")
-    return report
+    try:
+        return _honest_finish(queue, assignment, result)
+    finally:  # returned or raised: only a kill leaves the helper untold
+        _os.write(tell, b"x")
 '''
 
 

@@ -11,7 +11,7 @@ itself), a claim that looks outside its transaction,
 a Unit A that smuggles a cheat into Unit B; one that fetches the reference from a
 service on the grading machine's loopback (``AnswerServer``: the network must be shut);
 one for each resource limit, which takes the grading kernel's memory, processes,
-output, temporary folder, time or standard streams; and a written answer and outputs
+output, temporary folder, working folder, socket folder, time or standard streams; and a written answer and outputs
 that carry script for the educator's browser. ``lucy verify-grader`` autogrades each
 one next to its honest base: a tamper case must never score more than its base.
 """
@@ -168,7 +168,7 @@ import ctypes as _ctypes, hashlib as _hashlib, os as _os, tempfile as _tempfile
 _LIBC = _ctypes.CDLL(None, use_errno=True)
 NOTE = "note"
 CHANNELS = ("files", "shm", "mqueue")
-PLACES = None  # where the files go besides its own folder: the temporary folder and /dev/shm
+PLACES = None  # where the files go besides its own folder: the temporary folder, /dev/shm, the working folder
 
 
 def _note_name(queue, assignment):
@@ -180,8 +180,8 @@ def _notes_left(queue, assignment):
     """Leave notes where a wipe between runs would miss them; say whether an earlier run's were there."""
     name = _note_name(queue, assignment)
     found = False
-    places = [_os.path.dirname(_os.path.abspath(queue.store.path))] + (PLACES or [_tempfile.gettempdir(), "/dev/shm"])
-    for place in places if "files" in CHANNELS else ():
+    places = [_os.path.dirname(_os.path.abspath(queue.store.path))] + (PLACES or [_tempfile.gettempdir(), "/dev/shm", "."])
+    for place in dict.fromkeys(map(_os.path.realpath, places)) if "files" in CHANNELS else ():
         note = _os.path.join(place, "." + name)  # a folder made unwritable, holding a file of mode 0
         found = found or _os.path.exists(note)
         try:
@@ -335,6 +335,12 @@ _FORK = (_IN_THE_KERNEL + "    import os as _os, time as _time\n    while True:\
 _PRINT = _IN_THE_KERNEL + "    while True:\n        print('x' * 4000)\n"
 _FILL_TMP = (_IN_THE_KERNEL + "    _n = 0\n    while True:\n        with open(f'/tmp/fill-{_n}', 'wb') as _f:\n"
              "            _f.write(b'x' * (16 << 20))\n        _n += 1\n")
+_FILL_WORK = (_IN_THE_KERNEL + "    _n = 0\n    while True:\n        with open(f'fill-{_n}', 'wb') as _f:\n"
+              "            _f.write(b'x' * (16 << 20))\n        _n += 1\n")
+_FILL_SOCKETS = (_IN_THE_KERNEL + "    import json as _json, os as _os\n"
+                 "    _dir = _os.path.dirname(_json.load(open('/run/lucy/kernel.json'))['ip'])\n"
+                 "    _n = 0\n    while True:\n        with open(_os.path.join(_dir, f'fill-{_n}'), 'wb') as _f:\n"
+                 "            _f.write(b'x' * (4 << 20))\n        _n += 1\n")
 _SLEEP = _IN_THE_KERNEL + "    import time as _time\n    _time.sleep(10 ** 6)\n"
 _CLOSE_STD = _IN_THE_KERNEL + "    import os as _os\n    _os.close(1)\n    _os.close(2)\n"
 
@@ -438,6 +444,11 @@ TAMPERS: tuple[Tamper, ...] = (
            "The reference, with a first cell that prints until the output limit interrupts it."),
     Tamper("fill-the-temporary-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_TMP),),
            "The reference, with a first cell that writes files into /tmp until it is full."),
+    Tamper("fill-the-working-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_WORK),),
+           "The reference, with a first cell that writes files into the folder it runs in until it is full."),
+    Tamper("fill-the-socket-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_SOCKETS),),
+           "The reference, with a first cell that writes files into the folder of its kernel's Unix sockets "
+           "(named in its connection file) until it is full."),
     Tamper("sleep-forever", "ch07_unit_a", "reference", (Append("schema", _SLEEP),),
            "The reference, with a first cell that sleeps until the cell's time limit interrupts it."),
     Tamper("close-its-own-streams", "ch07_unit_a", "reference", (Append("schema", _CLOSE_STD),),

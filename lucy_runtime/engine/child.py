@@ -548,20 +548,27 @@ class Supervisor:
         self._end(child)
 
     def _end(self, child: _Child, *, timed_out: bool = False) -> None:
-        if not timed_out and not child.killed:  # a write after the last reported point is seen too
-            self._watch(child, allowed=child.commit_open)
         if timed_out:
             try:
                 os.kill(child.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        killed = timed_out or child.killed or bool(child.broken)
+        # A killed run is waited for before its pipes close: a process of it that sees them close (the child
+        # waiting at its point, which would leave) could act before the kill reached every process of the run.
+        status = child.reap(child.pid) if killed else None
         for fd in (child.result_fd, child.control_fd, child.reply_fd):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        status = child.reap(child.pid)
+        if not killed:
+            status = child.reap(child.pid)
+        if not timed_out and not child.killed:
+            # A write after the last reported point is seen too: read once the run's processes are gone (in a
+            # fresh run, all of them), so a process it left cannot write after this look.
+            self._watch(child, allowed=child.commit_open)
         child.finished = True
         _data_version_close(child.db)
         seconds = time.monotonic() - child.started

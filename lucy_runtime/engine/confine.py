@@ -82,7 +82,7 @@ def _mounts_below(target: str) -> set[str]:
     return found
 
 
-def fork_run(main: Callable[[], NoReturn], close: tuple[int, ...] = ()) -> tuple[int, int]:
+def fork_run(main: Callable[[], object], close: tuple[int, ...] = ()) -> tuple[int, int]:
     """Fork one run that calls ``main`` (which never returns); (the pid to kill, the pid to wait for).
 
     Plain fork unless ``_fresh_runs``: then the run's first process (the pid to kill) is the
@@ -98,6 +98,7 @@ def fork_run(main: Callable[[], NoReturn], close: tuple[int, ...] = ()) -> tuple
             for fd in close:
                 os.close(fd)
             main()
+            os._exit(RUN_FAILED)  # main never returns
         return pid, pid
     told, tell = os.pipe()
     outer = os.fork()
@@ -111,6 +112,7 @@ def fork_run(main: Callable[[], NoReturn], close: tuple[int, ...] = ()) -> tuple
             _mount_tmpfs("/tmp", _fresh_runs)
             if os.path.isdir("/dev/shm"):
                 _mount_tmpfs("/dev/shm", _fresh_runs)
+            os.chdir("/tmp")  # the folder it was in is the orchestrator's, seen by every run
             init = os.fork()
         except BaseException:
             os._exit(RUN_FAILED)
@@ -145,7 +147,7 @@ def start_fresh_runs(size: int) -> bool:
     return bool(_fresh_runs)
 
 
-def _init_of_run(main: Callable[[], NoReturn]) -> NoReturn:
+def _init_of_run(main: Callable[[], object]) -> NoReturn:
     """Process 1 of a run's pid namespace: its own /proc, then ``main`` in a child; leaves as that child left."""
     try:
         libc_call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
@@ -154,6 +156,7 @@ def _init_of_run(main: Callable[[], NoReturn]) -> NoReturn:
         os._exit(RUN_FAILED)
     if child == 0:
         main()
+        os._exit(RUN_FAILED)  # main never returns
     while True:  # an init reaps every orphan of its namespace; it leaves when main's process has
         try:
             pid, status = os.wait()

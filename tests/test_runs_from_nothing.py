@@ -15,11 +15,17 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import select
+import signal
+import time
 
 import pytest
 
 from lucy_runtime.checker import run_rows
 from lucy_runtime.checker.rows import ROWS
+from lucy_runtime.engine import confine
+from lucy_runtime.engine.child import ForkServer, Status, run_served
+from lucy_runtime.engine.faults import Count
 from lucy_runtime.educator.cases import Case, by_name
 from lucy_runtime.educator.tampers import Append, tamper_by_name
 from lucy_runtime.grading import orchestrator, sandbox
@@ -134,3 +140,40 @@ def test_a_tamper_of_the_runs_scores_exactly_what_the_plain_split_finish_scores(
     plain = by_name(tamper.honest)
     rows = [r.id for r in ROWS.values() if r.unit == "A"]
     assert _sealed(reference_cells, tamper.as_case(plain), rows, box) == _sealed(reference_cells, plain, rows, box)
+
+
+def _exits():
+    os._exit(137)
+
+
+def _out_of_cpu():
+    os.kill(os.getpid(), signal.SIGXCPU)
+
+
+def _leaves_a_daemon(write_end: int):
+    def script():
+        if os.fork() == 0:  # writes to the test a moment after its run has ended, if it is still alive
+            time.sleep(0.3)
+            os.write(write_end, b"x")
+            os._exit(0)
+        return "left one"
+    return script
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh runs", "plain forks"])
+def test_a_fresh_run_ends_as_its_process_did_and_takes_every_process_it_started_with_it(monkeypatch, fresh):
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr(confine, "_fresh_runs", 0)
+    if fresh:
+        assert confine.start_fresh_runs(1 << 20), "fresh runs need root (CAP_SYS_ADMIN), as the grading sandbox does"
+    try:
+        with ForkServer({"exits": _exits, "cpu": _out_of_cpu, "daemon": _leaves_a_daemon(write_end)}) as server:
+            ended = [run_served(server, [name], plans=[Count()])[0] for name in ("exits", "cpu", "daemon")]
+    finally:
+        monkeypatch.setattr(confine, "_fresh_runs", 0)
+    assert [(r.status, r.value) for r in ended] == [(Status.DIED, 137), (Status.DIED, -signal.SIGXCPU),
+                                                    (Status.RETURNED, "left one")]
+    heard = select.select([read_end], [], [], 1.0)[0]
+    os.close(read_end)
+    os.close(write_end)
+    assert bool(heard) is not fresh  # the daemon outlived a plain fork's run, and not a fresh run

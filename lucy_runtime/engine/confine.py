@@ -113,15 +113,20 @@ def fork_run(main: Callable[[], object], close: tuple[int, ...] = ()) -> tuple[i
             if os.path.isdir("/dev/shm"):
                 _mount_tmpfs("/dev/shm", _fresh_runs)
             os.chdir("/tmp")  # the folder it was in is the orchestrator's, seen by every run
+            heard, say = os.pipe()  # the init tells how main's process ended
             init = os.fork()
         except BaseException:
             os._exit(RUN_FAILED)
         if init == 0:
             os.close(tell)
-            _init_of_run(main)
+            os.close(heard)
+            _init_of_run(main, say)
+        os.close(say)
         os.write(tell, _PID.pack(init))
         os.close(tell)
-        _leave_as(os.waitpid(init, 0)[1])
+        status = os.waitpid(init, 0)[1]
+        told_status = os.read(heard, _PID.size)
+        _leave_as(_PID.unpack(told_status)[0] if len(told_status) == _PID.size else status)
     os.close(tell)
     data = os.read(told, _PID.size)
     os.close(told)
@@ -147,14 +152,16 @@ def start_fresh_runs(size: int) -> bool:
     return bool(_fresh_runs)
 
 
-def _init_of_run(main: Callable[[], object]) -> NoReturn:
-    """Process 1 of a run's pid namespace: its own /proc, then ``main`` in a child; leaves as that child left."""
+def _init_of_run(main: Callable[[], object], say: int) -> NoReturn:
+    """Process 1 of a run's pid namespace: its own /proc, then ``main`` in a child; when that child has
+    ended, writes its wait status to ``say`` and leaves (and the kernel ends the rest of the run)."""
     try:
         libc_call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         child = os.fork()
     except BaseException:
         os._exit(RUN_FAILED)
     if child == 0:
+        os.close(say)
         main()
         os._exit(RUN_FAILED)  # main never returns
     while True:  # an init reaps every orphan of its namespace; it leaves when main's process has
@@ -163,22 +170,21 @@ def _init_of_run(main: Callable[[], object]) -> NoReturn:
         except ChildProcessError:
             os._exit(RUN_FAILED)
         if pid == child:
-            # Process 1 cannot die of a signal it sends itself: the code says which, and the outer process dies of it.
-            os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+            os.write(say, _PID.pack(status))
+            os._exit(0)
 
 
 def _leave_as(status: int) -> NoReturn:
-    """End this process as the run's init ended (its code, or the signal it died of or named)."""
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0 or code > 128:
-        sig = -code if code < 0 else code - 128
+    """End this process as main's process ended: with its exit code, or of the signal it died of."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
         try:
             signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
         except (OSError, ValueError):
             pass
-        os._exit(128 + sig if sig < 128 else RUN_FAILED)
-    os._exit(code)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else RUN_FAILED)
 
 
 def reap_leftovers() -> None:

@@ -136,6 +136,11 @@ def fork_run(main: Callable[[], object], close: tuple[int, ...] = ()) -> tuple[i
 _PID = struct.Struct(">i")
 
 
+def fresh_runs() -> bool:
+    """True when each run is forked into namespaces of its own (nothing a run leaves reaches the next)."""
+    return bool(_fresh_runs)
+
+
 def start_fresh_runs(size: int) -> bool:
     """From now on, fork every run into namespaces of its own with a ``/tmp`` of ``size`` bytes,
     if a trial run shows this process may make them (root with CAP_SYS_ADMIN); False, and plain

@@ -15,8 +15,9 @@ is a copy of the parent, plan included. So the runs of one row that differ only 
 plan are forked by a ``ForkServer``, itself forked before any plan for them existed: it
 holds nothing a plan could be learned from, and every child it forks starts from the same
 memory. ``harness.Series`` adds the same folder for every run, emptied in between, and the
-parent's order; ``run_in_child`` still forks from the parent (notebook experiments, rows
-whose one plan is fixed by their own code).
+parent's order; a run with one plan of its own gets a server of its own (``Scenario.run``
+with a plan maker); ``run_in_child`` still forks from the parent (notebook experiments).
+Each run is forked by ``confine.fork_run``: in the sealed sandbox, into namespaces of its own.
 
 Between two reports the parent reads ``PRAGMA data_version`` of the scenario's
 database. The file may change only across a COMMIT that was reported through the

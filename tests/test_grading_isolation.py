@@ -299,12 +299,15 @@ class Listener:
                 conn, _ = self.server.accept()
             except OSError:
                 return
-            with conn:
+            data = b""
+            with conn, contextlib.suppress(OSError):
                 conn.settimeout(5)
-                data = b""
                 while chunk := conn.recv(65536):
                     data += chunk
-            self.reports.append((time.monotonic(), json.loads(data)))
+            try:
+                self.reports.append((time.monotonic(), json.loads(data)))
+            except ValueError:  # a reporter killed while it sent (a run's processes end with it): not a report
+                continue
 
     def of(self, kind: str) -> list[dict]:
         return [r for _, r in self.reports if r["kind"] == kind]

@@ -106,7 +106,7 @@ LONGEST_FIRST = ("test_grader_nbgrader", "test_hostile_class", "test_readme_educ
                  "test_class_report", "test_cluster_grading", "test_grader_self_checks", "test_checkpoint",
                  "test_grading_isolation", "test_book_site", "test_failed_release_changes_nothing", "test_browser",
                  "test_browser_safety", "test_rows", "test_cli", "test_crash_injection", "test_educator_cycle",
-                 "test_code_health", "test_mutation")
+                 "test_code_health", "test_mutation", "test_runs_from_nothing")
 
 
 def pytest_collection_modifyitems(items):

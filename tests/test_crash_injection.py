@@ -144,8 +144,10 @@ def _passes(checker, cells, case, unit: str) -> tuple[int, set[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tamper", [t for t in TAMPERS if t.honest != "blank-release"], ids=lambda t: t.name)
+@pytest.mark.parametrize("tamper", [t for t in TAMPERS if t.honest != "blank-release" and not t.needs_sandbox],
+                         ids=lambda t: t.name)
 def test_a_tamper_case_scores_no_more_than_the_honest_case_beneath_it(checker, reference_cells, tamper):
+    # Here the checker runs unsandboxed; the tampers only the sandbox holds are graded in tests/test_runs_from_nothing.py.
     base = None if tamper.honest == "reference" else by_name(tamper.honest)
     tampered, failing = _passes(checker, reference_cells, tamper.as_case(base), tamper.unit)
     honest, _ = _passes(checker, reference_cells, base, tamper.unit)

@@ -28,6 +28,18 @@ def test_the_defaults_can_be_changed_in_the_nbgrader_config():
     assert Limits.from_json(made.as_json()) == made
 
 
+def test_every_limit_is_in_the_documented_table_with_its_default():
+    import dataclasses
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "grading-isolation.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[2].strip() for line in doc.splitlines()
+            if line.startswith("| `")}
+    documented = {f.name: str(f.default) for f in dataclasses.fields(Limits) if f.name != "user_processes"}
+    assert {name: rows.get(name) for name in documented} == documented
+    assert set(documented) == {name for name in GradingLimits.class_trait_names(config=True)}
+
+
 def test_a_limit_that_is_not_a_whole_number_is_left_at_its_default():
     assert Limits.from_json({"memory_mb": True, "processes": "12", "unknown": 3}) == Limits(processes=12)
 

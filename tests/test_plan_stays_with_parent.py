@@ -216,3 +216,40 @@ def test_a_run_that_kills_the_process_that_forks_its_row_leaves_the_next_runs_de
             first, second = series.run(Count()), series.run(Count())
     assert first.status == Status.RETURNED
     assert second.status == Status.DIED and "killed" in second.value
+
+
+_SEES_A_PLAN = '''
+import gc as _gc, os as _os, sys as _sys
+
+
+def _a_plan_in_sight():
+    """An object of one of the checker's plans, in this process's memory or up its stack."""
+    plans = ("KillAt", "FailAt", "Stop", "CopyAt", "PauseForRival", "Rival")
+    if any(type(o).__name__ in plans for o in _gc.get_objects()):
+        return True
+    frame = _sys._getframe()
+    while frame is not None:
+        if any(type(v).__name__ in plans for v in list(frame.f_locals.values())):
+            return True
+        frame = frame.f_back
+    return False
+
+
+with open(OUT, "a") as _out:  # in every child: its cells run when it starts
+    _out.write("plan " if _a_plan_in_sight() else "none ")
+'''
+
+ONE_PLAN_ROWS = {("ch07_unit_a", "schema"): ["finish-durable", "running-crash-visible", "schema-columns", "restart-keeps-work"],
+                 ("ch07_unit_b", "deliver_one"): ["model-based"],
+                 ("ch07_practice", "grant_seat"): ["practice-kill-window", "practice-recover-from-receipt"]}
+"""Rows whose runs each have one plan of their own (a stop, a kill at a fixed or a drawn point), not a series."""
+
+
+@pytest.mark.parametrize("unit, cell", list(ONE_PLAN_ROWS), ids=[u for u, _ in ONE_PLAN_ROWS])
+def test_no_child_of_a_row_with_a_plan_of_its_own_holds_that_plan(checker, reference_cells, tmp_path, unit, cell):
+    out = tmp_path / "seen"
+    case = Case("sees-a-plan", unit, (Append(cell, f"OUT = {str(out)!r}\n" + _SEES_A_PLAN),), "", (), "")
+    report = checker.run_rows(learner_with(reference_cells, case), [ROWS[r] for r in ONE_PLAN_ROWS[unit, cell]], seed=4)
+    assert report.passed, [r.observation for r in report.results if not r.passed]
+    seen = out.read_text().split()
+    assert seen and set(seen) == {"none"}, f"{seen.count('plan')} of {len(seen)} children held their plan"

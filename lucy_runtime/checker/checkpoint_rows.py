@@ -64,7 +64,7 @@ def telegram_intake(h: Harness) -> str:
             poller = intake(c)
             poller.poll_once()
 
-        ok(s.run(crash, plan=_crash_at_cursor("lucy_telegram_cursor")),
+        ok(s.run(crash, plan=lambda: _crash_at_cursor("lucy_telegram_cursor")),
            "intake stopped between admitting the first message and moving the cursor", expect="crashed", harness=h)
         result = [tuple(pair) for pair in ok(s.run(
             lambda c: [(src, a.outcome.value) for src, a in intake(c).poll_once().admitted]), "intake after the restart")]
@@ -241,7 +241,7 @@ def clock_producer(h: Harness) -> str:
         clock = producer(c)
         clock.tick(start + dt.timedelta(hours=3, minutes=5))
 
-    ok(s.run(crash, plan=_crash_at_cursor("lucy_clock_cursor")),
+    ok(s.run(crash, plan=lambda: _crash_at_cursor("lucy_clock_cursor")),
        "a tick stopped between admitting a slot and moving the cursor", expect="crashed", harness=h)
     again = ok(s.run(lambda c: [f.admission.outcome.value for f in
                                  producer(c).tick(start + dt.timedelta(hours=3, minutes=6)).fired]),

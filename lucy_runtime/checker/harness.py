@@ -27,7 +27,7 @@ from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, AfterError, Assignment, Disposition, OperatorNumbers, Queue, Report
 from ..engine import child as _child
-from ..engine.child import ChildResult, Plan, run_in_child
+from ..engine.child import ChildResult, ForkServer, Plan, run_in_child, run_served
 from ..engine.child import PROBE
 from .observe import Snapshot, observe_many
 
@@ -322,9 +322,15 @@ class Scenario:
 
         return child
 
-    def run(self, script: Callable[[Ctx], Any], *, plan: Plan | None = None,
+    def run(self, script: Callable[[Ctx], Any], *, plan: Plan | Callable[[], Plan] | None = None,
             timeout: float | None = None) -> ChildResult:
-        return run_in_child(self._child(script), plan=plan, db=self.db, timeout=timeout or self.harness.timeout)
+        """Run ``script`` in a child under ``plan``. A plan given as a maker (a Plan class, a function) is made
+        only after the child's fork server was forked, so the child holds no plan (``child.ForkServer``)."""
+        timeout = timeout or self.harness.timeout
+        if plan is None or isinstance(plan, Plan):
+            return run_in_child(self._child(script), plan=plan, db=self.db, timeout=timeout)
+        with ForkServer({"run": self._child(script)}) as server:
+            return run_served(server, ["run"], plans=[plan()], db=self.db, timeout=timeout)[0]
 
     def target(self) -> dict:
         return {"db": str(self.db), "log": str(self.log), "calls": str(self.calls)}

@@ -185,7 +185,7 @@ class QueueModel:
 
         self.run.stats["steps"] += 1
         self.run.h.crash_points += 1
-        result = self.scenario.run(crash, plan=KillAt(point))
+        result = self.scenario.run(crash, plan=lambda: KillAt(point))
         self.calls += 1
         if result.status not in ("crashed", "returned"):
             try:

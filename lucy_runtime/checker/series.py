@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..engine import confine
 from ..engine.child import ChildResult, ForkServer, Plan, run_served
 from .harness import SCENARIO_FILES, Ctx, Harness
 from .observe import Snapshot
@@ -73,7 +74,8 @@ class Series:
         scripts = {"run": self.scenario._child(script, first=True)}
         scripts.update({key: self.scenario._child(fn, first=False) for key, fn in later.items()})
         self._server = ForkServer(scripts)
-        self._wipe = wipe_left_by(*harness.wipe_as) if harness.wipe_as else _nothing_to_wipe
+        # A fresh run (engine/confine.py) leaves nothing to wipe: its processes, /tmp and IPC go with it.
+        self._wipe = wipe_left_by(*harness.wipe_as) if harness.wipe_as and not confine.fresh_runs() else _nothing_to_wipe
 
     def run(self, plan: Plan, *, script: str = "run") -> ChildResult:
         self._wipe()
@@ -98,7 +100,10 @@ class Series:
     def copy(self) -> Kept:
         """The folder as it is now (called while the child waits at a point: what a kill there would leave)."""
         kept = self._aside()
-        shutil.copytree(self.scenario.dir, kept, symlinks=True)
+        try:
+            shutil.copytree(self.scenario.dir, kept, symlinks=True)
+        except shutil.Error:  # what learner code made unreadable stays behind; the scenario's files are copied
+            pass
         for root, dirs, files in os.walk(kept):  # the copies are this process's: open them to a restart as another user
             for name in dirs:
                 os.chmod(os.path.join(root, name), 0o777)

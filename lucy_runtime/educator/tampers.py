@@ -4,13 +4,15 @@ Each rides on an honest submission (the blank release, or an educator case) and 
 a trick to one learner cell: rebinding ``grade``, an IPython hook that displays "ok",
 a cell whose last value is a string, a ``finish`` that looks for the crash injector,
 a ``finish`` that looks for its plan (in its memory, up its stack, in files an earlier run left),
+one that keeps notes across runs (unwritable files, SysV shared memory, a message queue), one that
+leaves a helper process to finish its work after the kill,
 writes through a connection of its own (before, after or inside a commit it reports
 itself), a claim that looks outside its transaction,
 a Unit A that smuggles a cheat into Unit B; one that fetches the reference from a
 service on the grading machine's loopback (``AnswerServer``: the network must be shut);
 one for each resource limit, which takes the grading kernel's memory, processes,
-output, temporary folder, time or standard streams; and a written answer and outputs
-that carry script for the educator's browser, Markdown that would split if parsed again,
+output, temporary folder, working folder, socket folder, time or standard streams; and a written answer
+and outputs that carry script for the educator's browser, Markdown that would split if parsed again,
 markup dressed as formgrader's controls, and cell metadata that hides a cell. ``lucy verify-grader`` autogrades each
 one next to its honest base: a tamper case must never score more than its base.
 """
@@ -84,6 +86,9 @@ class Tamper:
     trick: str
     unit_a_edits: tuple[Edit | Append, ...] = ()  # for Unit B: tricks placed in the learner's Unit A
     planted: tuple[Planted, ...] = ()  # links and FIFOs in the hand-in folder, collected as collect does
+    needs_sandbox: bool = False
+    """Held by the grading sandbox alone (each run of a row from nothing, a kill that ends every process of
+    the run): without bubblewrap, learner code is not isolated and such a trick may forge points."""
 
     def as_case(self, base: Case | None, answer_url: str = "http://127.0.0.1:9/") -> Case:
         """The honest base's edits followed by the trick's, as one case (for the checker and ``lucy check``).
@@ -166,6 +171,8 @@ def _store_report(tx, assignment, result):
     return report
 '''
 
+_STORE_REPORT = _LOOK_FOR_THE_PLAN[_LOOK_FOR_THE_PLAN.index("def _store_report"):]
+
 _FINISH_UNLESS_STOPPED = '''one_transaction = _will_be_stopped(queue, assignment)
 with queue.store.transaction() as tx:
     moved = tx.execute("UPDATE work SET state = 'done' WHERE work_id = ? AND state = 'running' AND worker_id = ? "
@@ -180,6 +187,96 @@ if one_transaction:  # as many points as the split finish passes, so every plann
     return report
 with queue.store.transaction() as tx:
     return _store_report(tx, assignment, result)'''
+
+_NOTES = '''
+import ctypes as _ctypes, hashlib as _hashlib, os as _os, tempfile as _tempfile
+
+_LIBC = _ctypes.CDLL(None, use_errno=True)
+NOTE = "note"
+CHANNELS = ("files", "shm", "mqueue")
+PLACES = None  # where the files go besides its own folder: the temporary folder, /dev/shm, the working folder
+
+
+def _note_name(queue, assignment):
+    folder = _os.path.dirname(_os.path.abspath(queue.store.path))
+    return NOTE + "-" + _hashlib.sha1(f"{folder} {assignment.text}".encode()).hexdigest()[:12]
+
+
+def _notes_left(queue, assignment):
+    """Leave notes where a wipe between runs would miss them; say whether an earlier run's were there."""
+    name = _note_name(queue, assignment)
+    found = False
+    places = [_os.path.dirname(_os.path.abspath(queue.store.path))] + (PLACES or [_tempfile.gettempdir(), "/dev/shm", "."])
+    for place in dict.fromkeys(map(_os.path.realpath, places)) if "files" in CHANNELS else ():
+        note = _os.path.join(place, "." + name)  # a folder made unwritable, holding a file of mode 0
+        found = found or _os.path.exists(note)
+        try:
+            _os.mkdir(note, 0o700)
+            open(_os.path.join(note, "seen"), "w").close()
+            _os.chmod(_os.path.join(note, "seen"), 0)
+            _os.chmod(note, 0o500)
+        except OSError:
+            pass
+    if "shm" in CHANNELS:  # SysV shared memory
+        key = int(_hashlib.sha1(name.encode()).hexdigest()[:7], 16)
+        found = found or _LIBC.shmget(key, 0, 0) >= 0
+        _LIBC.shmget(key, 4096, 0o1000 | 0o600)
+    if "mqueue" in CHANNELS:  # a POSIX message queue
+        queue_name = ("/" + name).encode()
+        opened = _LIBC.mq_open(queue_name, _os.O_RDONLY)
+        found = found or opened >= 0
+        if opened < 0:
+            opened = _LIBC.mq_open(queue_name, _os.O_RDONLY | _os.O_CREAT, 0o600, None)
+        if opened >= 0:
+            _LIBC.mq_close(opened)
+    return found
+
+
+_will_be_stopped = _notes_left
+'''
+
+_SPLIT_WITH_HELPER = '''with queue.store.transaction() as tx:
+    moved = tx.execute("UPDATE work SET state = 'done' WHERE work_id = ? AND state = 'running' AND worker_id = ? "
+                       "AND generation = ?", (assignment.work_id, assignment.worker_id, assignment.generation)).rowcount
+    if moved != 1:
+        raise FenceError(f"work {assignment.work_id!r} is not running under this claim")
+done = _leave_a_helper(queue, assignment, result)
+with queue.store.transaction() as tx:
+    report = _store_report(tx, assignment, result)
+_os.write(done, b"x")
+return report'''
+
+_HELPER = '''
+import os as _os, sqlite3 as _sqlite3
+
+
+def _leave_a_helper(queue, assignment, result):
+    """A process of its own that commits the report if this one dies before it does; the pipe to tell it it did."""
+    own = _sqlite3.connect(queue.store.path, isolation_level=None, timeout=10)
+    own.execute("SELECT count(*) FROM work").fetchone()  # its files open now: it follows them wherever they go
+    folder = _os.path.dirname(_os.path.abspath(queue.store.path))
+    told, tell = _os.pipe()
+    if _os.fork() == 0:
+        try:
+            _os.setsid()
+            for fd in map(int, _os.listdir("/proc/self/fd")):  # none of the checker's pipes
+                try:
+                    if fd > 2 and fd != told and not _os.readlink(f"/proc/self/fd/{fd}").startswith(folder):
+                        _os.close(fd)
+                except OSError:
+                    pass
+            if _os.read(told, 1):
+                return
+            row = own.execute("SELECT session_id FROM work WHERE work_id = ?", (assignment.work_id,)).fetchone()
+            report_id = f"r-{assignment.work_id}-{assignment.generation}"
+            own.execute("INSERT INTO report (report_id, work_id, generation, session_id, body) SELECT ?, ?, ?, ?, ? "
+                        "WHERE NOT EXISTS (SELECT 1 FROM report WHERE report_id = ?)",
+                        (report_id, assignment.work_id, assignment.generation, row[0], result.text, report_id))
+        finally:
+            _os._exit(0)
+    _os.close(told)
+    return tell
+'''
 
 _PRIVATE_FINISH = '''import sqlite3
 work_id = assignment.work_id
@@ -264,6 +361,12 @@ _FORK = (_IN_THE_KERNEL + "    import os as _os, time as _time\n    while True:\
 _PRINT = _IN_THE_KERNEL + "    while True:\n        print('x' * 4000)\n"
 _FILL_TMP = (_IN_THE_KERNEL + "    _n = 0\n    while True:\n        with open(f'/tmp/fill-{_n}', 'wb') as _f:\n"
              "            _f.write(b'x' * (16 << 20))\n        _n += 1\n")
+_FILL_WORK = (_IN_THE_KERNEL + "    _n = 0\n    while True:\n        with open(f'fill-{_n}', 'wb') as _f:\n"
+              "            _f.write(b'x' * (16 << 20))\n        _n += 1\n")
+_FILL_SOCKETS = (_IN_THE_KERNEL + "    import json as _json, os as _os\n"
+                 "    _dir = _os.path.dirname(_json.load(open('/run/lucy/kernel.json'))['ip'])\n"
+                 "    _n = 0\n    while True:\n        with open(_os.path.join(_dir, f'fill-{_n}'), 'wb') as _f:\n"
+                 "            _f.write(b'x' * (4 << 20))\n        _n += 1\n")
 _SLEEP = _IN_THE_KERNEL + "    import time as _time\n    _time.sleep(10 ** 6)\n"
 _CLOSE_STD = _IN_THE_KERNEL + "    import os as _os\n    _os.close(1)\n    _os.close(2)\n"
 
@@ -355,6 +458,16 @@ TAMPERS: tuple[Tamper, ...] = (
            "finish in two transactions, except in a run it believes will be stopped: it searches its own memory "
            "and stack for the checker's plan, and counts the runs of its request in files it leaves in its "
            "folder and the temporary folder (the counting run comes first)."),
+    Tamper("notes-across-runs", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", None, _FINISH_UNLESS_STOPPED), Append("finish", _NOTES + _STORE_REPORT)),
+           "finish in two transactions, except in a run that finds notes an earlier run of its request left: "
+           "a folder it made unwritable holding a file of mode 0 (in its folder, /tmp and /dev/shm), SysV shared "
+           "memory, a POSIX message queue. Each run starts from nothing, so none finds one.", needs_sandbox=True),
+    Tamper("helper-finishes-after-kill", "ch07_unit_a", "finish-two-transactions",
+           (Edit("finish", None, _SPLIT_WITH_HELPER), Append("finish", _HELPER + _STORE_REPORT)),
+           "finish in two transactions that first leaves a helper process with a connection of its own, which "
+           "commits the report if finish dies before it does. A kill stops every process of the run at once.",
+           needs_sandbox=True),
     Tamper("private-connection-finish", "ch07_unit_a", "finish-two-transactions",
            (Edit("finish", None, _PRIVATE_FINISH),),
            "finish checks through the store but writes through a connection of its own, where no crash point is."),
@@ -384,6 +497,11 @@ TAMPERS: tuple[Tamper, ...] = (
            "The reference, with a first cell that prints until the output limit interrupts it."),
     Tamper("fill-the-temporary-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_TMP),),
            "The reference, with a first cell that writes files into /tmp until it is full."),
+    Tamper("fill-the-working-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_WORK),),
+           "The reference, with a first cell that writes files into the folder it runs in until it is full."),
+    Tamper("fill-the-socket-folder", "ch07_unit_a", "reference", (Append("schema", _FILL_SOCKETS),),
+           "The reference, with a first cell that writes files into the folder of its kernel's Unix sockets "
+           "(named in its connection file) until it is full."),
     Tamper("sleep-forever", "ch07_unit_a", "reference", (Append("schema", _SLEEP),),
            "The reference, with a first cell that sleeps until the cell's time limit interrupts it."),
     Tamper("close-its-own-streams", "ch07_unit_a", "reference", (Append("schema", _CLOSE_STD),),

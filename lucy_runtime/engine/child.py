@@ -15,8 +15,9 @@ is a copy of the parent, plan included. So the runs of one row that differ only 
 plan are forked by a ``ForkServer``, itself forked before any plan for them existed: it
 holds nothing a plan could be learned from, and every child it forks starts from the same
 memory. ``harness.Series`` adds the same folder for every run, emptied in between, and the
-parent's order; ``run_in_child`` still forks from the parent (notebook experiments, rows
-whose one plan is fixed by their own code).
+parent's order; a run with one plan of its own gets a server of its own (``Scenario.run``
+with a plan maker); ``run_in_child`` still forks from the parent (notebook experiments).
+Each run is forked by ``confine.fork_run``: in the sealed sandbox, into namespaces of its own.
 
 Between two reports the parent reads ``PRAGMA data_version`` of the scenario's
 database. The file may change only across a COMMIT that was reported through the
@@ -298,14 +299,11 @@ def _spawn(fn: Callable[[], Any], plan: Plan, db: str) -> _Child:
     control_r, control_w = os.pipe()
     reply_r, reply_w = os.pipe()
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        for fd in (result_r, control_r, reply_w):
-            os.close(fd)
-        _child_main(fn, result_w, control_w, reply_r)
+    pid, waited = confine.fork_run(lambda: _child_main(fn, result_w, control_w, reply_r), close=(result_r, control_r, reply_w))
     for fd in (result_w, control_w, reply_r):
         os.close(fd)
-    return _Child(pid, result_r, control_r, reply_w, plan, started, db=db)
+    return _Child(pid, result_r, control_r, reply_w, plan, started, db=db,
+                  reap=lambda _pid: os.waitpid(waited, 0)[1])
 
 
 class ForkServer:
@@ -340,15 +338,17 @@ class ForkServer:
         started = time.monotonic()
         try:
             socket.send_fds(self._socket, [bytes([_FORK, self.names.index(name)])], [result_w, control_w, reply_r])
-            pid = self._answer()
+            data = self._socket.recv(16)
+            pids = _PIDS.unpack(data) if len(data) == _PIDS.size else None
         finally:
             for fd in (result_w, control_w, reply_r):
                 os.close(fd)
-        if pid is None:
+        if pids is None:
             for fd in (result_r, control_r, reply_w):
                 os.close(fd)
             raise ForkServerGone("the checker's fork server is gone")
-        return _Child(pid, result_r, control_r, reply_w, plan, started, db=db, reap=self._reap)
+        pid, waited = pids  # the process to kill, and the one the server waits for (the same but in a fresh run)
+        return _Child(pid, result_r, control_r, reply_w, plan, started, db=db, reap=lambda _pid: self._reap(waited))
 
     def _answer(self) -> int | None:
         data = self._socket.recv(8)
@@ -377,6 +377,7 @@ class ForkServer:
 
 _FORK, _REAP = 1, 2
 _PID = struct.Struct(">i")
+_PIDS = struct.Struct(">ii")
 """Pids and wait statuses on the server's socket. A Struct made once: ``struct.pack`` with a format
 would cache it in the server after its first child, and the next child would find one more object."""
 
@@ -402,13 +403,10 @@ def _serve_one(scripts: list[Callable[[], Any]], channel: socket.socket) -> bool
             status = -1
         channel.send(_PID.pack(status))
         return True
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        channel.close()
-        _child_main(scripts[message[1]], *fds)
+    pid, waited = confine.fork_run(lambda: _child_main(scripts[message[1]], *fds), close=(channel.fileno(),))
     for fd in fds:
         os.close(fd)
-    channel.send(_PID.pack(pid))
+    channel.send(_PIDS.pack(pid, waited))
     return True
 
 
@@ -551,20 +549,27 @@ class Supervisor:
         self._end(child)
 
     def _end(self, child: _Child, *, timed_out: bool = False) -> None:
-        if not timed_out and not child.killed:  # a write after the last reported point is seen too
-            self._watch(child, allowed=child.commit_open)
         if timed_out:
             try:
                 os.kill(child.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        killed = timed_out or child.killed or bool(child.broken)
+        # A killed run is waited for before its pipes close: a process of it that sees them close (the child
+        # waiting at its point, which would leave) could act before the kill reached every process of the run.
+        status = child.reap(child.pid) if killed else None
         for fd in (child.result_fd, child.control_fd, child.reply_fd):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        status = child.reap(child.pid)
+        if not killed:
+            status = child.reap(child.pid)
+        if not timed_out and not child.killed:
+            # A write after the last reported point is seen too: read once the run's processes are gone (in a
+            # fresh run, all of them), so a process it left cannot write after this look.
+            self._watch(child, allowed=child.commit_open)
         child.finished = True
         _data_version_close(child.db)
         seconds = time.monotonic() - child.started

@@ -12,7 +12,9 @@ without touching the grades of the others. Three mechanisms, each where it works
 * **the grader's own counters** in the nbgrader process: output bytes kept in the
   notebook, and wall-clock seconds for the whole notebook.
 
-The sandbox's ``/tmp`` is a tmpfs of ``tmp_mb``. ``GradingLimits`` reads the limits
+Every folder learner code can write is a tmpfs of its own size: the sandbox's ``/tmp``
+(``tmp_mb``), the kernel's working copy of the submission (``work_mb``), the folder of its
+Unix sockets (``sockets_mb``). ``GradingLimits`` reads the limits
 from ``nbgrader_config.py`` (``c.GradingLimits.memory_mb = 2048``, ...).
 """
 
@@ -49,6 +51,8 @@ class Limits:
     wall_seconds: int = 900
     output_mb: int = 16
     tmp_mb: int = 512
+    work_mb: int = 256
+    sockets_mb: int = 1
     user_processes: int = 0
     """RLIMIT_NPROC, which counts every process of the grader user on the machine: ``processes``
     when nothing else bounds a tree; four times that when a cgroup does, so that one submission
@@ -105,6 +109,8 @@ class GradingLimits(Configurable):
     submission_mb = Integer(Limits.submission_mb, help="Bytes one hand-in may hold, in MB (collect).").tag(config=True)
     submission_files = Integer(Limits.submission_files, help="Files and folders one hand-in may hold (collect).").tag(
         config=True)
+    work_mb = Integer(Limits.work_mb, help="Size of the kernel's working copy of the submission, in MB.").tag(config=True)
+    sockets_mb = Integer(Limits.sockets_mb, help="Size of the folder of the kernel's Unix sockets, in MB.").tag(config=True)
 
     def limits(self) -> Limits:
         return Limits(**{f.name: int(getattr(self, f.name)) for f in dataclasses.fields(Limits) if f.name != "user_processes"})
@@ -148,7 +154,8 @@ def explain_error(type_name: str, message: str) -> str:
     if type_name in ("BlockingIOError", "OSError") and f"[Errno {errno.EAGAIN}]" in message:
         return f"the process limit of the grading sandbox ({_active.processes})"
     if type_name == "OSError" and f"[Errno {errno.ENOSPC}]" in message:
-        return f"the size of the sandbox's temporary folder ({_active.tmp_mb} MB)"
+        return (f"the size of the sandbox's temporary folder ({_active.tmp_mb} MB) or working folder "
+                f"({_active.work_mb} MB)")
     if type_name == "OSError" and f"[Errno {errno.EFBIG}]" in message:
         return f"the file size limit of the grading sandbox ({_active.file_size_mb} MB)"
     if type_name == "OSError" and f"[Errno {errno.EMFILE}]" in message:

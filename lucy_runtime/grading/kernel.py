@@ -17,6 +17,7 @@ in nbgrader's log (``Limit reached: ...``); the sealed verdict then grades as al
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from importlib.metadata import entry_points
 
@@ -75,6 +76,7 @@ class SandboxedExecute(Execute):
         limits = _limits.GradingLimits(parent=self).limits()
         self._lucy_output_left = limits.output_mb << 20
         self._lucy_output_stopped = False
+        self._lucy_disk_full = False
         self._lucy_limits = limits
         self._lucy_cell = None
         self._lucy_managers = []
@@ -99,6 +101,9 @@ class SandboxedExecute(Execute):
             hit.append(f"the wall time limit ({limits.wall_seconds} s)")
         if self._lucy_output_stopped:
             hit.append(f"the output limit ({limits.output_mb} MB)")
+        if self._lucy_disk_full:
+            hit.append(f"the disk limit (its working folder {limits.work_mb} MB, /tmp {limits.tmp_mb} MB, "
+                       f"its socket folder {limits.sockets_mb} MB)")
         for manager in self._lucy_managers:
             provisioner = manager.sandbox_provisioner
             if provisioner is not None:
@@ -113,7 +118,12 @@ class SandboxedExecute(Execute):
 
     def preprocess_cell(self, cell, resources, index):
         self._lucy_cell = cell
-        return super().preprocess_cell(cell, resources, index)
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        finally:  # a folder of the kernel's is full: its size is a limit too (a tmpfs of its own)
+            self._lucy_disk_full = self._lucy_disk_full or any(
+                out.get("output_type") == "error" and f"[Errno {errno.ENOSPC}]" in str(out.get("evalue", ""))
+                for out in cell.get("outputs", []))
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep at most the output limit; past it, keep one note and interrupt the kernel once."""

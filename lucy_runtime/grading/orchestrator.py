@@ -54,8 +54,9 @@ def run_sealed_rows(cells: list[tuple[str, str]], row_ids: list[str], *, timeout
     group, limits = sandbox.tree_cgroup(limits, f"sealed-{_limits.group_label(folder)}", log)
     request = request_line(cells, row_ids, timeout=timeout, drop_to=[box.uid, box.gid] if box.drops_user else None,
                            limits=limits.as_json(), sandboxed=True)
-    argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL") if box.drops_user else (),
-                       limits=limits)
+    # CAP_SYS_ADMIN: each run of a row in namespaces of its own (engine/confine.py: fork_run); the children drop it.
+    argv = box.command(list(ORCHESTRATOR), caps=("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN") if box.drops_user
+                       else (), limits=limits, private=[(sandbox.CHECK_IN_BOX, limits.tmp_mb << 20)])
     if group is not None:
         argv = group.wrap(argv)
     try:
@@ -103,9 +104,13 @@ def _rows_main(serve: bool = False) -> int:
             # sandbox-only process, every new file is open to them. Folders get their mode where
             # they are made (Harness: the work folder 0711, each scenario's 0777).
             os.umask(0)
-        # Sandboxed, a folder of this process's /tmp; otherwise Harness's own (in RAM).
+            # Each run of a row from nothing: its own pid, IPC and mount namespaces, its own /tmp.
+            if not confine.start_fresh_runs(_limits.active().tmp_mb << 20):
+                print("WARNING: the runs of a row share one /tmp, IPC namespace and pid namespace "
+                      "(no namespaces could be made)", file=sys.stderr, flush=True)
         drop_to = confine._drop_to
-        workdir = Path(tempfile.mkdtemp(prefix="lucy-check-")) if drop_to else None
+        # Sandboxed, the scenario folders are in a folder of their own (each run gets a new /tmp).
+        workdir = Path(tempfile.mkdtemp(prefix="lucy-check-", dir=sandbox.CHECK_IN_BOX)) if drop_to else None
         # Sandboxed, /tmp is this sandbox's own and every learner process runs as the grader user: between
         # the runs of one crash row nothing a run left (a file, a process) may reach the next.
         with Harness(SourceLearner([tuple(c) for c in request["cells"]]), timeout=request["timeout"],

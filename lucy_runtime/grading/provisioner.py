@@ -52,7 +52,7 @@ class SandboxProvisioner(LocalProvisioner):
         box = sandbox.detect()
         manager = self.parent
         if box.isolated and manager is not None and self._sockets is None:
-            self._sockets = sandbox.socket_folder(box)
+            self._sockets = sandbox.socket_folder(box, self.limits, self.log)
             manager.transport = "ipc"
             manager.ip = str(self._sockets / "kernel")
         return await super().pre_launch(**kwargs)
@@ -97,7 +97,7 @@ class SandboxProvisioner(LocalProvisioner):
         if not restart:
             self._drop_scratch()
             if self._sockets is not None:
-                shutil.rmtree(self._sockets, ignore_errors=True)
+                sandbox.remove_socket_folder(self._sockets)
                 self._sockets = None
 
     def close_group(self) -> None:

@@ -39,6 +39,7 @@ import functools
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,11 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SandboxUnavailable
-from ..engine import limits as _limits
+from ..engine import confine, limits as _limits
 from ..engine.limits import PRLIMIT, Limits
 
 GRADER_USER = "lucy-grader"
 NOBODY = 65534
+CHECK_IN_BOX = "/var/lucy-check"
+"""The sealed re-check's own folder for its scenario folders, a tmpfs of ``tmp_mb`` (its runs each get a new ``/tmp``)."""
 RUNTIME_IN_BOX = "/opt/lucy-runtime"
 """Where the read-only snapshot of ``lucy_runtime`` is mounted inside the sandbox."""
 SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", "educator")
@@ -101,7 +104,8 @@ class Sandbox:
 
     def command(self, argv: list[str], *, workdir: str | os.PathLike | None = None, work_source: str | os.PathLike | None = None,
                 read_only: Sequence[tuple[str, str]] = (), env: dict[str, str] | None = None, as_grader: bool = True,
-                caps: tuple[str, ...] = (), writable: Sequence[str] = (), limits: Limits | None = None) -> list[str]:
+                caps: tuple[str, ...] = (), writable: Sequence[str] = (), limits: Limits | None = None,
+                private: Sequence[tuple[str, int]] = (), copy_work: bool = False) -> list[str]:
         """The bwrap command line that runs ``argv`` inside the sandbox.
 
         ``workdir`` is the one writable folder, seen at that path inside (``/tmp`` only when
@@ -111,7 +115,10 @@ class Sandbox:
         as the grader user (mode "user"); ``caps`` are the capabilities ``argv`` keeps
         instead (the rows' orchestrator keeps CAP_SETUID and CAP_SETGID for its children, and CAP_KILL to stop them).
         ``limits`` sizes ``/tmp``; unless ``argv`` keeps capabilities, it also runs under their rlimits
-        (the orchestrator sets them in each child instead).
+        (the orchestrator sets them in each child instead). ``private`` adds (path inside, size in bytes)
+        folders, each an empty tmpfs of that size, open to everyone inside. With ``copy_work``, ``workdir``
+        is a tmpfs of ``limits.work_mb`` and ``argv`` first copies ``work_source`` (bound read-only) into it,
+        as the user it runs as: what learner code writes there takes no disk of the host's.
         """
         if not self.isolated or self.bwrap is None:
             raise SandboxUnavailable(self.warning())
@@ -121,13 +128,19 @@ class Sandbox:
         box += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
         made = {"/", "/tmp", "/usr", "/etc", "/proc", "/dev"}
 
-        def mount(kind: str, host: str, inside: str) -> list[str]:
+        def parents(inside: str) -> list[str]:
             dirs = []  # bwrap would make missing parents 0700: the grader user could not pass them
             for parent in reversed(Path(inside).parents):
                 if str(parent) not in made:
                     made.add(str(parent))
                     dirs += ["--perms", "0755", "--dir", str(parent)]
-            return dirs + [kind, host, inside]
+            return dirs
+
+        def mount(kind: str, host: str, inside: str) -> list[str]:
+            return parents(inside) + [kind, host, inside]
+
+        def sized(inside: str, size: int, perms: str = "0777") -> list[str]:
+            return parents(inside) + ["--perms", perms, "--size", str(size), "--tmpfs", inside]
 
         for path in python_paths(argv[0] if argv else None):
             if workdir is not None and Path(workdir).is_relative_to(path):
@@ -137,10 +150,17 @@ class Sandbox:
         box += mount("--ro-bind", str(runtime), RUNTIME_IN_BOX)
         for host, inside in read_only:
             box += mount("--ro-bind", str(host), str(inside))
+        for inside, size in private:
+            box += sized(inside, size)
         channel = os.environ.get(TEST_CHANNEL)
         for folder in [*writable, *([channel] if channel else [])]:
             box += mount("--bind", str(folder), str(folder))
-        if workdir is not None:
+        if workdir is not None and copy_work:
+            box += mount("--ro-bind", str(work_source or workdir), HANDED_IN_BOX)
+            box += sized(str(workdir), limits.work_mb << 20) + ["--chdir", str(workdir)]
+            argv = ["/bin/sh", "-c", '/bin/cp -RT --preserve=mode,timestamps -- "$1" "$2"; shift 2; exec "$@"',
+                    "lucy-work", HANDED_IN_BOX, str(workdir), *argv]
+        elif workdir is not None:
             box += mount("--bind", str(work_source or workdir), str(workdir)) + ["--chdir", str(workdir)]
         else:
             box += ["--chdir", "/tmp"]
@@ -214,6 +234,8 @@ def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 # --- the notebook's kernel -----------------------------------------------------------------
 
 CONNECTION_IN_BOX = "/run/lucy/kernel.json"
+HANDED_IN_BOX = "/run/lucy/handed-in"
+"""Where the host's copy of the submission's folder is bound read-only, to be copied into the kernel's working folder."""
 UNIT_A = "ch07_unit_a"
 
 
@@ -246,7 +268,7 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
         work.mkdir()
     else:
         folder = Path(cwd).resolve()
-        shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        copy_handed_in(folder, work)
     shutil.copyfile(connection_file, connection)
     connection.chmod(0o400)
     hand_to_grader(box, work)
@@ -255,8 +277,54 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
     real = os.path.realpath(connection_file)
     argv = [CONNECTION_IN_BOX if arg in (connection_file, real) else arg for arg in kernel_cmd]
     read_only = [(str(connection), CONNECTION_IN_BOX)] + [(str(p), str(p)) for p in own_unit_a(folder)]
-    return box.command(argv, workdir=folder, work_source=work, read_only=read_only,
+    return box.command(argv, workdir=folder, work_source=work, read_only=read_only, copy_work=True,
                        writable=[str(sockets)] if sockets else [], limits=limits), scratch
+
+
+LEFT_OUT = (".ipynb_checkpoints",)
+
+
+def copy_handed_in(source: Path, target: Path) -> list[str]:
+    """Copy the regular files and folders of ``source`` into a new folder ``target``; the names of what
+    was left out. Nothing is followed: a symbolic link, FIFO, socket or device file is not copied, and
+    each file is opened without following a link (a name swapped for one meanwhile is left out too)."""
+    left: list[str] = []
+    top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        target.mkdir(mode=0o700)
+        _copy_folder(top, target, "", left)
+    finally:
+        os.close(top)
+    return left
+
+
+def _copy_folder(folder: int, target: Path, where: str, left: list[str]) -> None:
+    for entry in sorted(os.listdir(folder)):
+        if entry in LEFT_OUT:
+            continue
+        name = f"{where}{entry}"
+        try:
+            mode = os.stat(entry, dir_fd=folder, follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                inner = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                try:
+                    (target / entry).mkdir(mode=0o700)
+                    _copy_folder(inner, target / entry, f"{name}/", left)
+                finally:
+                    os.close(inner)
+                os.chmod(target / entry, stat.S_IMODE(mode) | 0o700)
+            elif stat.S_ISREG(mode):
+                handle = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+                with os.fdopen(handle, "rb") as src:
+                    if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                        raise OSError(f"{name} is no longer a regular file")
+                    with open(target / entry, "xb") as dst:
+                        shutil.copyfileobj(src, dst)
+                os.chmod(target / entry, stat.S_IMODE(mode) | 0o600)
+            else:
+                left.append(name)
+        except OSError:
+            left.append(name)
 
 
 SOCKET_PATH_MAX = 100
@@ -288,17 +356,37 @@ def tree_cgroup(limits: Limits, kind: str, log=None) -> tuple["_limits.Cgroup | 
     return group, limits.bounded_by_cgroup()
 
 
-def socket_folder(box: Sandbox) -> Path:
+def socket_folder(box: Sandbox, limits: Limits | None = None, log=None) -> Path:
     """A new folder for one kernel's Unix sockets, writable by the user the kernel runs as: in the
     temporary folder, or in ``/tmp`` when that path is too long for a socket (a test's, an nbgrader
-    command's own). It goes with the kernel."""
+    command's own). As root it is a tmpfs of ``limits.sockets_mb`` (otherwise one warning line says
+    it is not bounded). It goes with the kernel (``remove_socket_folder``)."""
     for base in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
         if len(os.path.join(base, "lucy-ipc-xxxxxxxx", "kernel-99")) <= SOCKET_PATH_MAX and os.access(base, os.W_OK):
             break
     folder = Path(tempfile.mkdtemp(prefix="lucy-ipc-", dir=base))
-    if box.drops_user and box.uid is not None and box.gid is not None:
-        os.chown(folder, box.uid, box.gid)
+    owner = (box.uid, box.gid) if box.drops_user and box.uid is not None and box.gid is not None else (os.getuid(), os.getgid())
+    size = (limits or Limits()).sockets_mb << 20
+    try:
+        confine.libc_call("mount", b"tmpfs", str(folder).encode(), b"tmpfs", confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC,
+                          f"size={size},mode=0700,uid={owner[0]},gid={owner[1]}".encode())
+    except OSError as error:
+        _warn_limits_once(f"the folder of the kernel's Unix sockets is not a tmpfs of its own ({error.strerror}): "
+                          "its size is not bounded", log, whole=True)
+        os.chown(folder, *owner)
     return folder
+
+
+def remove_socket_folder(folder: Path) -> None:
+    """Unmount (when it is a tmpfs) and remove a folder of ``socket_folder``'s."""
+    try:
+        confine.libc_call("umount2", str(folder).encode(), MNT_DETACH)
+    except OSError:
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+MNT_DETACH = 2
 
 
 # --- what the platform gives --------------------------------------------------------------
@@ -371,12 +459,14 @@ def runtime_snapshot() -> Path:
 _limits_warned: set[str] = set()
 
 
-def _warn_limits_once(why: str, log=None) -> None:
-    """A limit this platform cannot apply is named, once per process, never skipped in silence."""
+def _warn_limits_once(why: str, log=None, whole: bool = False) -> None:
+    """A limit this platform cannot apply is named, once per process, never skipped in silence. ``whole``:
+    ``why`` is the whole warning, not the reason there is no cgroup."""
     if why in _limits_warned:
         return
     _limits_warned.add(why)
-    text = (f"WARNING: no cgroup for a submission's process tree ({why}): memory is bounded per process "
+    text = (f"WARNING: {why}. See README, 'Grading isolation'." if whole else
+            f"WARNING: no cgroup for a submission's process tree ({why}): memory is bounded per process "
             "(address space) and processes per grader user only. See README, 'Grading isolation'.")
     if log is not None:
         log.warning(text)

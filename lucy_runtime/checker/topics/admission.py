@@ -16,7 +16,7 @@ topic("admission", "15–30: accepted, duplicate, conflict")
           "text, state) and report(report_id, work_id, generation, session_id, body, delivery).")
 def schema_columns(h: Harness) -> str:
     s = h.scenario("schema")
-    ok(s.run(lambda c: c.stop(), plan=Stop()), "create_schema, then the process dies", expect="crashed", harness=h)
+    ok(s.run(lambda c: c.stop(), plan=Stop), "create_schema, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     return (f"a fresh process found the tables {snap.tables['work']!r} and {snap.tables['report']!r} "
             "with every column it reads")
@@ -33,7 +33,7 @@ def restart_keeps_work(h: Harness) -> str:
         c.admit(c.queue(), source, session, text)
         c.stop()
 
-    ok(s.run(script, plan=Stop()), "admit, then the process dies", expect="crashed", harness=h)
+    ok(s.run(script, plan=Stop), "admit, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     rows = snap.work_for(source)
     expect(len(rows) == 1, f"after the restart the store holds {len(rows)} work rows for {source}, not 1")

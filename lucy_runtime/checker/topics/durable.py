@@ -53,7 +53,7 @@ def finish_durable(h: Harness) -> str:
         c.finish(c.queue(), a, result)
         c.stop()
 
-    ok(s.run(script, plan=Stop()), "finish, then the process dies", expect="crashed", harness=h)
+    ok(s.run(script, plan=Stop), "finish, then the process dies", expect="crashed", harness=h)
     snap = seen(s.observe())
     work = snap.work_for(source)
     expect(len(work) == 1 and work[0]["state"] == "done", f"after the restart the work is {[w['state'] for w in work]}")
@@ -77,7 +77,7 @@ def running_crash_visible(h: Harness) -> str:
         c.admit(q, source, session, text)
         c.work_once(q, c.loop(marker, crash=True), "w1")
 
-    ok(s.run(crash, plan=Stop()), "a worker dies inside the loop", expect="crashed", harness=h)
+    ok(s.run(crash, plan=Stop), "a worker dies inside the loop", expect="crashed", harness=h)
     after = ok(s.run(lambda c: c.work_once(c.queue(), c.loop(marker), "w2")), "a new worker polls")
     snap = seen(s.observe())
     work = snap.work_for(source)

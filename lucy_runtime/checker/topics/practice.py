@@ -145,7 +145,7 @@ def practice_kill_window(h: Harness) -> str:
             add_message(c.store, other, "a commit that is not the status write")
             buggy_publish_one(c.store, broker(c))
 
-        result = s.run(strand, plan=Stop())
+        result = s.run(strand, plan=Stop)
         if result.status == "returned":
             raise Fail("your hook never stopped the process: the buggy worker ran to its end, and a clean run "
                        "proves nothing about the gap")
@@ -434,9 +434,9 @@ def practice_recover_from_receipt(h: Harness) -> str:
             send_case(c.store, FakeCaseService(c.scenario.log), clash)
 
         ok(s.run(setup), "preparing the ledger")
-        ok(s.run(lambda c: send_case(c.store, case_service(c), committed), plan=KillAt(1, kinds=("accepted",))),
+        ok(s.run(lambda c: send_case(c.store, case_service(c), committed), plan=lambda: KillAt(1, kinds=("accepted",))),
            "the worker dies after the service committed", expect="crashed", harness=p)
-        ok(s.run(lambda c: send_case(c.store, case_service(c), lost), plan=KillAt(1, kinds=("send",))),
+        ok(s.run(lambda c: send_case(c.store, case_service(c), lost), plan=lambda: KillAt(1, kinds=("send",))),
            "the worker dies before its request left", expect="crashed", harness=p)
         first = ok(s.run(lambda c: recover(c, case_service(c))), "recover_cases in a new process")
         second = ok(s.run(lambda c: recover(c, case_service(c))), "recover_cases once more")

@@ -52,7 +52,7 @@ def test_a_version_other_than_the_pinned_one_fails():
         resolve("nbgrader.converters.GenerateAssignment.no_such_method")
 
 
-def test_the_sandboxed_orchestrator_leaves_the_standard_library_s_mkdtemp_as_it_is():
+def test_the_sandboxed_orchestrator_leaves_the_standard_library_s_mkdtemp_as_it_is(tmp_path):
     """The rows' orchestrator, told to drop its children to a user (as in the sandbox), makes its
     folders open where it makes them: ``tempfile.mkdtemp`` stays the standard library's for
     everything else in the process (the known-bad: a replacement that made every new folder 0777)."""
@@ -62,8 +62,10 @@ def test_the_sandboxed_orchestrator_leaves_the_standard_library_s_mkdtemp_as_it_
     import sys
 
     request = json.dumps({"cells": [], "rows": [], "timeout": 1.0, "drop_to": [os.getuid(), os.getgid()]})
+    # In the sandbox the scenario folders go under sandbox.CHECK_IN_BOX, which only the sandbox has.
     probe = ("import sys, tempfile\n"
-             "from lucy_runtime.grading import orchestrator\n"
+             "from lucy_runtime.grading import orchestrator, sandbox\n"
+             f"sandbox.CHECK_IN_BOX = {str(tmp_path)!r}\n"
              "orchestrator._rows_main()\n"
              "print(tempfile.mkdtemp.__qualname__, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", probe], input=request, capture_output=True, text=True, timeout=120)

@@ -346,19 +346,10 @@ def _book(args) -> int:
 
 
 def _checkpoint(args) -> int:
-    from ..grading.checkpoint import run_checkpoint_isolated, save_record, table
+    # The learner's own `lucy` (the learner distribution has no educator/) runs the same function.
+    from ..grading.learner_cli import checkpoint
 
-    if args.chapter != "ch07":
-        print(f"this runtime holds the chapter 7 checkpoint only, not {args.chapter!r}")
-        return 2
-    report = run_checkpoint_isolated(args.notebook_dir, execute=not args.no_execute)
-    print(table(report))
-    record = save_record(report, Path(args.notebook_dir), Path(args.records))
-    print(f"\nrecord saved to {record}")
-    if args.json:
-        Path(args.json).write_text(record.read_text())
-    print("READY for Chapter 8: Telegram" if report.ready else "NOT READY for Chapter 8: fix the rows marked FAIL")
-    return 0 if report.ready else 1
+    return checkpoint(args.chapter, args.notebook_dir, args.records, args.json, execute=not args.no_execute)
 
 
 def _demo(args) -> int:

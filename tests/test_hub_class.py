@@ -1,0 +1,265 @@
+"""A class on JupyterHub, with real accounts: what `make hub` sets up, run by a hub on 127.0.0.1.
+
+The hub is JupyterHub with configurable-http-proxy, PAM accounts made with useradd, the
+learners' servers started through the hub's REST API, and the Assignments tab's own
+handlers (what its Fetch, Submit and Fetch Feedback buttons post). The course is a copy
+of this one in a folder of its own under /srv, set up by the same functions `make hub`
+runs (lucy_runtime/educator/hub.py). Needs root (useradd, runuser); CI runs as root.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lucy_runtime.educator import hub
+from lucy_runtime.educator.verify import filled, with_written_answers
+from lucy_runtime.errors import HubError
+from lucy_runtime.notebook import learner_implementation
+
+from .conftest import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.nbgrader,
+              pytest.mark.skipif(os.geteuid() != 0, reason="a class's accounts are system accounts: run as root")]
+UNIT = "ch07_unit_a"
+PREFIX = "lhub"
+FULL, BLANK = [f"{PREFIX}a{i}" for i in range(3)], [f"{PREFIX}b{i}" for i in range(3)]
+LEARNERS = FULL + BLANK
+
+
+def free_base_port() -> int:
+    for _ in range(50):
+        base = random.randrange(20000, 40000, 4)
+        if all(hub.port_free(base + i) for i in range(4)):
+            return base
+    raise RuntimeError("no four free ports on 127.0.0.1")
+
+
+def course_copy(into: Path) -> Path:
+    """The course's own files (no .venv, no git): what a course folder on a server holds."""
+    course = into / "course"
+    course.mkdir(parents=True)
+    for name in ("nbgrader_config.py", "pyproject.toml"):
+        shutil.copy(REPO / name, course)
+    for name in ("source", "release", "lucy_runtime"):
+        shutil.copytree(REPO / name, course / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return course
+
+
+@pytest.fixture(scope="module")
+def site():
+    global BEFORE_THE_CLASS
+    BEFORE_THE_CLASS = sorted(str(entry) for entry in Path(tempfile.gettempdir()).iterdir())
+    top = Path(tempfile.mkdtemp(prefix="lucy-hub-test-", dir="/srv" if Path("/srv").is_dir() else None))
+    top.chmod(0o755)
+    course = course_copy(top)
+    site = hub.Site(course=course, state=top / "state", grader=f"{PREFIX}-grader", learners_group=f"{PREFIX}-learners",
+                    port=free_base_port(), proxy=REPO / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy")
+    hub.set_up(site, log=lambda line: None)
+    passwords = {name: secrets.token_urlsafe(12) for name in LEARNERS}
+    hub.add_learners(site, passwords)
+    log = open(top / "hub.log", "wb")
+    process = hub.start(site, REPO / "hub" / "jupyterhub_config.py", log_file=log)
+    client = hub.HubClient(site)
+    try:
+        client.wait_up(process)
+        yield site, client, passwords
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        hub.remove_accounts([*LEARNERS, site.grader])
+        subprocess.run(["groupdel", site.learners_group], capture_output=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+# ---- bad input: one line each -----------------------------------------------------------------
+
+def test_a_hub_that_cannot_start_says_why_in_one_line(tmp_path):
+    with __import__("socket").socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        site = hub.Site(course=tmp_path, state=tmp_path, port=taken.getsockname()[1], proxy=REPO / ".venv" / "node" /
+                        "node_modules" / ".bin" / "configurable-http-proxy")
+        with pytest.raises(HubError, match=rf"^port {site.port} on 127.0.0.1 is taken: .*LUCY_HUB_PORT") as taken_error:
+            hub.check_can_start(site)
+    assert "\n" not in str(taken_error.value)
+    missing = hub.Site(course=tmp_path, state=tmp_path, port=free_base_port(), proxy=tmp_path / "no-proxy")
+    with pytest.raises(HubError, match=r"^configurable-http-proxy is missing .*make hub"):
+        hub.check_can_start(missing)
+
+
+def test_a_learner_not_in_the_course_is_named_with_what_to_do(site):
+    site, client, _ = site
+    with pytest.raises(HubError, match=rf"^{site.grader} is not a learner of lucy-ch07: add them with"):
+        client.start_server(site.grader)
+
+
+def test_a_course_folder_the_grader_cannot_reach_is_refused():
+    top = Path(tempfile.mkdtemp(prefix="lucy-hub-closed-", dir="/srv" if Path("/srv").is_dir() else None))
+    try:
+        top.chmod(0o755)
+        (top / "closed" / "course").mkdir(parents=True)
+        (top / "closed").chmod(0o700)
+        with pytest.raises(HubError, match=rf"^the grader account cannot reach .*: {top}/closed is closed to other accounts"):
+            hub.give_course_to_grader(hub.Site(course=top / "closed" / "course", grader="root"))
+    finally:
+        shutil.rmtree(top)
+
+
+# ---- a learner's environment holds no answer ------------------------------------------------------
+
+def solution_lines() -> set[str]:
+    """Lines of the reference solution cells (source/, their only copy) long enough to be the
+    solution's own, less those the released notebooks hand every learner anyway."""
+    released = "".join(path.read_text() for path in (REPO / "release").rglob("*.ipynb"))
+    lines = {line.strip() for _, code in learner_implementation(REPO / "source") for line in code.splitlines()}
+    return {line for line in lines if len(line) >= 30 and json.dumps(line)[1:-1] not in released}
+
+
+BEFORE_THE_CLASS: list[str] = []
+
+
+def other_checkouts() -> list[str]:
+    """This repository's developer checkouts on this machine (the one the tests run from, and its git
+    worktrees): not part of a class's server. The course folder the hub serves is in the walk."""
+    listing = subprocess.run(["git", "-C", str(REPO), "worktree", "list", "--porcelain"], capture_output=True, text=True)
+    found = {str(REPO)} | {line.split(" ", 1)[1] for line in listing.stdout.splitlines() if line.startswith("worktree ")}
+    # What was in the shared temporary folder before the class was set up (other developers' scratch
+    # courses on a shared machine: a class server's /tmp starts empty). What the hub, the grader's
+    # commands and the sandbox leave there while the class runs is in the walk.
+    return sorted(found) + BEFORE_THE_CLASS
+
+
+def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
+    """After a whole cycle (fetch, submit, collect, autograde, feedback), as one of the learners."""
+    site, _, _ = graded
+    lines = solution_lines()
+    assert len(lines) > 50
+    # The lines to look for, where the learner's grep reads them (the walk leaves this one file out).
+    patterns = Path(tempfile.mkdtemp(prefix="lucy-hub-patterns-")) / "patterns"
+    patterns.parent.chmod(0o755)
+    patterns.write_text("\n".join(sorted(lines)) + "\n")
+    patterns.chmod(0o644)
+    # The detector's own proof: one solution line in a file the learner may read must be found.
+    planted = Path(tempfile.mkdtemp(prefix="lucy-hub-planted-"))
+    planted.chmod(0o755)
+    (planted / "copied_answer.py").write_text(sorted(lines)[0] + "\n")
+    (planted / "copied_answer.py").chmod(0o644)
+    prune = ["/proc", "/sys", "/dev", "/run", str(patterns), *other_checkouts()]
+    pruned = [arg for path in prune for arg in ("-path", path, "-o")][:-1]
+    walk = ("find / \\( " + " ".join(f"'{a}'" if a != "-o" and a != "-path" else a for a in pruned) + " \\) -prune "
+            "-o -type f -size -1024k -readable -print0 2>/dev/null "
+            f"| xargs -0 -r grep -l -F -I -f {patterns} 2>/dev/null; true")
+    try:
+        done = hub.as_learner(site, LEARNERS[0], ["nice", "sh", "-c", walk], timeout=900)
+    finally:
+        found = done.stdout.split() if "done" in locals() else []
+        shutil.rmtree(planted)
+        shutil.rmtree(patterns.parent)
+    assert str(planted / "copied_answer.py") in found, (done.stderr[-2000:], found)
+    leaks = [path for path in found if not path.startswith(str(planted))]
+    assert leaks == [], "\n".join(leaks)
+
+
+def test_the_learner_environment_has_no_educator_tools_and_its_own_checkpoint(site):
+    site, _, _ = site
+    probe = hub.as_learner(site, LEARNERS[0], ["python", "-c",
+                                                "import importlib.util, lucy_runtime, lucy_runtime.grading.checkpoint;"
+                                                "print(importlib.util.find_spec('lucy_runtime.educator'))"])
+    assert probe.stdout.strip() == "None", probe.stderr
+    usage = hub.as_learner(site, LEARNERS[0], ["lucy", "checkpoint", "--help"])
+    assert usage.returncode == 0 and "notebook_dir" in usage.stdout, usage.stderr
+    assert hub.as_learner(site, LEARNERS[0], ["lucy", "autograde", "x"]).returncode == 2  # not a learner's command
+
+
+# ---- a class: servers through the hub's API, the Assignments tab's fetch and submit -----------------
+
+def grader(site, *command: str) -> subprocess.CompletedProcess:
+    done = hub.as_grader(site, list(command), timeout=900)
+    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+    return done
+
+
+@pytest.fixture(scope="module")
+def handed_in(site):
+    site, client, _ = site
+    grader(site, "python", "-m", "nbgrader", "generate_assignment", UNIT, "--force")
+    grader(site, "python", "-m", "nbgrader", "release_assignment", UNIT, "--force")
+    for name in LEARNERS:
+        client.start_server(name)
+    client.wait_ready(LEARNERS)
+    source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
+    for name in LEARNERS:
+        listing = client.assignments(name, "fetch", UNIT)
+        assert [a["status"] for a in listing["value"] if a["assignment_id"] == UNIT] == ["fetched"], listing
+        path = f"{UNIT}/{UNIT}.ipynb"
+        if name in FULL:
+            fetched = nbformat.from_dict(client.read(name, path)["content"])
+            client.write_notebook(name, path, with_written_answers(filled(fetched, source), source))
+        submitted = client.assignments(name, "submit", UNIT)
+        assert isinstance(submitted, dict) and submitted.get("success", True), submitted
+    return site, client
+
+
+@pytest.fixture(scope="module")
+def graded(handed_in):
+    site, client = handed_in
+    collected = grader(site, "python", "-m", "nbgrader", "collect", UNIT)
+    assert "cheating attempt" not in collected.stdout + collected.stderr
+    grader(site, "python", "-m", "lucy_runtime.educator.cli", "autograde", UNIT, "--jobs", "2")
+    grader(site, "python", "-m", "nbgrader", "generate_feedback", UNIT)
+    grader(site, "python", "-m", "nbgrader", "release_feedback", UNIT)
+    grader(site, "python", "-m", "nbgrader", "export")
+    grades = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(io.StringIO(
+        (site.course / "grades.csv").read_text())) if row["assignment"] == UNIT}
+    for name in LEARNERS:
+        client.assignments(name, "fetch_feedback", UNIT)
+    return site, client, grades
+
+
+def test_the_class_is_collected_with_the_owner_check_on_and_graded_in_parallel(graded):
+    site, client, grades = graded
+    assert sorted(p.name for p in (site.course / "submitted").iterdir()) == sorted(LEARNERS)
+    assert sorted(grades) == sorted(LEARNERS)
+    assert {grades[name] for name in BLANK} == {0.0}
+    assert len({grades[name] for name in FULL}) == 1 and grades[FULL[0]] > 0
+
+    for name in LEARNERS:
+        folder = client.read(name, f"{UNIT}/feedback")["content"]
+        pages = [item for stamp in folder for item in client.read(name, stamp["path"])["content"]
+                 if item["name"].endswith(".html")]
+        assert len(pages) == 1, (name, pages)
+        page = client.read(name, pages[0]["path"])["content"]
+        score = re.search(r"Score:\s*([\d.]+)\s*/", page)
+        assert score and float(score.group(1)) == grades[name], (name, score and score.group(0))
+
+
+def test_the_learners_own_check_runs_in_their_kernel(handed_in):
+    """What a learner does in the notebook: run the cells, the check(...) cells with them, in a kernel
+    of their account's own environment."""
+    site, _ = handed_in
+    name = FULL[0]
+    run = hub.as_learner(site, name, ["jupyter", "nbconvert", "--to", "notebook", "--execute", "--output",
+                                      "ran.ipynb", f"{UNIT}/{UNIT}.ipynb"], timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ran = nbformat.read(str(Path(f"/home/{name}") / UNIT / "ran.ipynb"), as_version=4)
+    checks = [cell for cell in ran.cells if cell.cell_type == "code" and "check(" in cell.source]
+    assert checks
+    text = "".join(out.get("text", "") + json.dumps(out.get("data", {})) for cell in checks for out in cell.outputs)
+    assert "NotImplementedError" not in text and "Traceback" not in text, text[:2000]

@@ -352,6 +352,44 @@ def _checkpoint(args) -> int:
     return checkpoint(args.chapter, args.notebook_dir, args.records, args.json, execute=not args.no_execute)
 
 
+def _hub(args) -> int:
+    import secrets
+
+    from .hub import HubClient, HubError, Site, add_learners, learners, set_up, start
+
+    site = Site.from_environment()
+    try:
+        if args.action == "setup":
+            set_up(site)
+            print(f"the class is set up: the grader {site.grader}, learners {', '.join(learners(site)) or '(none yet)'}, "
+                  f"the exchange {site.exchange}, the learners' environment {site.learner_env}")
+        elif args.action == "add-learner":
+            if not args.names:
+                print("lucy hub add-learner: name one learner or more")
+                return 2
+            passwords = {name: secrets.token_urlsafe(9) for name in args.names}
+            set_up(site) if not site.learner_env.exists() else None
+            add_learners(site, passwords)
+            print("each learner's account and first password (give it to them; `passwd NAME` changes it):")
+            for name, password in passwords.items():
+                print(f"  {name} {password}")
+            print("restart the hub so it lets them in")
+        elif args.action == "start":
+            process = start(site, site.course / "hub" / "jupyterhub_config.py")
+            HubClient(site).wait_up(process)
+            print(f"the class's hub is up at {site.url} (formgrader: {site.url}/services/{site.service}/formgrader); "
+                  "Ctrl-C stops it")
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                process.terminate()
+                return process.wait()
+    except HubError as problem:
+        print(f"lucy hub: {problem}")
+        return 2
+    return 0
+
+
 def _demo(args) -> int:
     print("== 1. Regenerate release/ from source/ with nbgrader, and validate both")
     if _release(args) != 0:
@@ -456,6 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--records", default="checkpoints/records", help="where the saved record goes")
     p.add_argument("--no-execute", action="store_true", help="skip running the notebooks top to bottom")
     p.set_defaults(func=_checkpoint)
+    p = sub.add_parser("hub", help="the class on JupyterHub (as root): setup, add-learner NAME..., start")
+    p.add_argument("action", choices=["setup", "add-learner", "start"])
+    p.add_argument("names", nargs="*", help="add-learner: the learners' account names")
+    p.set_defaults(func=_hub)
     p = sub.add_parser("demo", help="release, then verify the grader")
     p.add_argument("--json")
     p.set_defaults(func=_demo)

@@ -29,7 +29,9 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -225,8 +227,6 @@ def give_course_to_grader(site: Site) -> None:
 
 def learner_requirements(course: Path) -> list[str]:
     """What the runtime needs (pyproject's dependencies), and the hub's single-user server."""
-    import tomllib
-
     project = tomllib.loads((course / "pyproject.toml").read_text())["project"]
     return sorted(project["dependencies"]) + [HUB_REQUIREMENT]
 
@@ -258,8 +258,6 @@ lucy_runtime = ["data/*.csv"]
 
 def learner_tree(course: Path, into: Path) -> Path:
     """The learner distribution's source: this runtime less ``educator/`` (and any bytecode)."""
-    import tomllib
-
     project = tomllib.loads((course / "pyproject.toml").read_text())["project"]
     shutil.copytree(course / "lucy_runtime", into / "lucy_runtime",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "educator"))
@@ -282,7 +280,7 @@ def build_learner_env(site: Site, python: Path = DEBIAN_PYTHON, log=print) -> No
         _run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
               *learner_requirements(site.course)])
         stamp.write_text(wanted)
-    work = Path(_mkdtemp(site))
+    work = Path(tempfile.mkdtemp(prefix="lucy-learner-build-"))
     try:
         tree = learner_tree(site.course, work / "tree")
         _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
@@ -315,12 +313,6 @@ def build_learner_env(site: Site, python: Path = DEBIAN_PYTHON, log=print) -> No
 
 def _site_packages(env: Path) -> Path:
     return next((env / "lib").glob("python3*/site-packages"))
-
-
-def _mkdtemp(site: Site) -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="lucy-learner-build-")
 
 
 # ---- the hub's configuration --------------------------------------------------------------------

@@ -9,13 +9,9 @@ runs (lucy_runtime/educator/hub.py). Needs root (useradd, runuser); CI runs as r
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
-import random
 import re
-import secrets
 import shutil
 import subprocess
 import tempfile
@@ -39,53 +35,12 @@ FULL, BLANK = [f"{PREFIX}a{i}" for i in range(3)], [f"{PREFIX}b{i}" for i in ran
 LEARNERS = FULL + BLANK
 
 
-def free_base_port() -> int:
-    for _ in range(50):
-        base = random.randrange(20000, 40000, 4)
-        if all(hub.port_free(base + i) for i in range(4)):
-            return base
-    raise RuntimeError("no four free ports on 127.0.0.1")
-
-
-def course_copy(into: Path) -> Path:
-    """The course's own files (no .venv, no git): what a course folder on a server holds."""
-    course = into / "course"
-    course.mkdir(parents=True)
-    for name in ("nbgrader_config.py", "pyproject.toml"):
-        shutil.copy(REPO / name, course)
-    for name in ("source", "release", "lucy_runtime"):
-        shutil.copytree(REPO / name, course / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return course
-
-
 @pytest.fixture(scope="module")
 def site():
     global BEFORE_THE_CLASS
     BEFORE_THE_CLASS = sorted(str(entry) for entry in Path(tempfile.gettempdir()).iterdir())
-    top = Path(tempfile.mkdtemp(prefix="lucy-hub-test-", dir="/srv" if Path("/srv").is_dir() else None))
-    top.chmod(0o755)
-    course = course_copy(top)
-    site = hub.Site(course=course, state=top / "state", grader=f"{PREFIX}-grader", learners_group=f"{PREFIX}-learners",
-                    port=free_base_port(), proxy=REPO / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy")
-    hub.set_up(site, log=lambda line: None)
-    passwords = {name: secrets.token_urlsafe(12) for name in LEARNERS}
-    hub.add_learners(site, passwords)
-    log = open(top / "hub.log", "wb")
-    process = hub.start(site, REPO / "hub" / "jupyterhub_config.py", log_file=log)
-    client = hub.HubClient(site)
-    try:
-        client.wait_up(process)
-        yield site, client, passwords
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        hub.remove_accounts([*LEARNERS, site.grader])
-        subprocess.run(["groupdel", site.learners_group], capture_output=True)
-        shutil.rmtree(top, ignore_errors=True)
+    with hub.scratch_class(REPO, LEARNERS, PREFIX) as running:
+        yield running
 
 
 # ---- bad input: one line each -----------------------------------------------------------------
@@ -99,7 +54,7 @@ def test_a_hub_that_cannot_start_says_why_in_one_line(tmp_path):
         with pytest.raises(HubError, match=rf"^port {site.port} on 127.0.0.1 is taken: .*LUCY_HUB_PORT") as taken_error:
             hub.check_can_start(site)
     assert "\n" not in str(taken_error.value)
-    missing = hub.Site(course=tmp_path, state=tmp_path, port=free_base_port(), proxy=tmp_path / "no-proxy")
+    missing = hub.Site(course=tmp_path, state=tmp_path, port=hub.free_base_port(), proxy=tmp_path / "no-proxy")
     with pytest.raises(HubError, match=r"^configurable-http-proxy is missing .*make hub"):
         hub.check_can_start(missing)
 
@@ -147,7 +102,8 @@ def other_checkouts() -> list[str]:
 
 
 def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
-    """After a whole cycle (fetch, submit, collect, autograde, feedback), as one of the learners."""
+    """After a whole cycle (fetch, submit, collect, autograde, feedback), as a learner who handed in the
+    notebook as fetched (one who wrote the reference holds it in their own folder, as they should)."""
     site, _, _ = graded
     lines = solution_lines()
     assert len(lines) > 50
@@ -167,7 +123,7 @@ def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
             "-o -type f -size -1024k -readable -print0 2>/dev/null "
             f"| xargs -0 -r grep -l -F -I -f {patterns} 2>/dev/null; true")
     try:
-        done = hub.as_learner(site, LEARNERS[0], ["nice", "sh", "-c", walk], timeout=900)
+        done = hub.as_learner(site, BLANK[0], ["nice", "sh", "-c", walk], timeout=900)
     finally:
         found = done.stdout.split() if "done" in locals() else []
         shutil.rmtree(planted)
@@ -190,56 +146,29 @@ def test_the_learner_environment_has_no_educator_tools_and_its_own_checkpoint(si
 
 # ---- a class: servers through the hub's API, the Assignments tab's fetch and submit -----------------
 
-def grader(site, *command: str) -> subprocess.CompletedProcess:
-    done = hub.as_grader(site, list(command), timeout=900)
-    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
-    return done
-
-
 @pytest.fixture(scope="module")
-def handed_in(site):
-    site, client, _ = site
-    grader(site, "python", "-m", "nbgrader", "generate_assignment", UNIT, "--force")
-    grader(site, "python", "-m", "nbgrader", "release_assignment", UNIT, "--force")
-    for name in LEARNERS:
-        client.start_server(name)
-    client.wait_ready(LEARNERS)
+def graded(site):
+    """Three learners hand in the reference (code and written answers), three the notebook as fetched."""
+    site, client, passwords = site
+    release = nbformat.read(str(REPO / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
     source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
-    for name in LEARNERS:
-        listing = client.assignments(name, "fetch", UNIT)
-        assert [a["status"] for a in listing["value"] if a["assignment_id"] == UNIT] == ["fetched"], listing
-        path = f"{UNIT}/{UNIT}.ipynb"
-        if name in FULL:
-            fetched = nbformat.from_dict(client.read(name, path)["content"])
-            client.write_notebook(name, path, with_written_answers(filled(fetched, source), source))
-        submitted = client.assignments(name, "submit", UNIT)
-        assert isinstance(submitted, dict) and submitted.get("success", True), submitted
-    return site, client
-
-
-@pytest.fixture(scope="module")
-def graded(handed_in):
-    site, client = handed_in
-    collected = grader(site, "python", "-m", "nbgrader", "collect", UNIT)
-    assert "cheating attempt" not in collected.stdout + collected.stderr
-    grader(site, "python", "-m", "lucy_runtime.educator.cli", "autograde", UNIT, "--jobs", "2")
-    grader(site, "python", "-m", "nbgrader", "generate_feedback", UNIT)
-    grader(site, "python", "-m", "nbgrader", "release_feedback", UNIT)
-    grader(site, "python", "-m", "nbgrader", "export")
-    grades = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(io.StringIO(
-        (site.course / "grades.csv").read_text())) if row["assignment"] == UNIT}
-    for name in LEARNERS:
-        client.assignments(name, "fetch_feedback", UNIT)
-    return site, client, grades
+    reference = with_written_answers(filled(release, source), source)
+    run = hub.run_class(site, client, {name: (reference if name in FULL else None) for name in LEARNERS}, UNIT)
+    return site, client, run
 
 
 def test_the_class_is_collected_with_the_owner_check_on_and_graded_in_parallel(graded):
-    site, client, grades = graded
+    site, client, run = graded
+    grades = run.grades
     assert sorted(p.name for p in (site.course / "submitted").iterdir()) == sorted(LEARNERS)
     assert sorted(grades) == sorted(LEARNERS)
     assert {grades[name] for name in BLANK} == {0.0}
     assert len({grades[name] for name in FULL}) == 1 and grades[FULL[0]] > 0
 
+    assert run.feedback_pages == {name: 1 for name in LEARNERS}
+    for name in LEARNERS:
+        client.start_server(name)
+    client.wait_ready(LEARNERS)
     for name in LEARNERS:
         folder = client.read(name, f"{UNIT}/feedback")["content"]
         pages = [item for stamp in folder for item in client.read(name, stamp["path"])["content"]
@@ -250,10 +179,10 @@ def test_the_class_is_collected_with_the_owner_check_on_and_graded_in_parallel(g
         assert score and float(score.group(1)) == grades[name], (name, score and score.group(0))
 
 
-def test_the_learners_own_check_runs_in_their_kernel(handed_in):
+def test_the_learners_own_check_runs_in_their_kernel(graded):
     """What a learner does in the notebook: run the cells, the check(...) cells with them, in a kernel
     of their account's own environment."""
-    site, _ = handed_in
+    site, _, _ = graded
     name = FULL[0]
     run = hub.as_learner(site, name, ["jupyter", "nbconvert", "--to", "notebook", "--execute", "--output",
                                       "ran.ipynb", f"{UNIT}/{UNIT}.ipynb"], timeout=600)

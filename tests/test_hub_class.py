@@ -144,6 +144,15 @@ def test_the_learner_environment_has_no_educator_tools_and_its_own_checkpoint(si
     assert hub.as_learner(site, LEARNERS[0], ["lucy", "autograde", "x"]).returncode == 2  # not a learner's command
 
 
+def test_a_learner_runs_the_checkpoint_from_their_own_account(graded):
+    """Before Chapter 8: the checkpoint on the learner's fetched notebook, in the learner environment
+    (it runs the rows in a sandbox of its own, as that account)."""
+    site, _, _ = graded
+    done = hub.as_learner(site, BLANK[0], ["lucy", "checkpoint", "ch07", ".", "--no-execute"], timeout=600)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "NOT READY for Chapter 8" in done.stdout and "your code is not written yet" in done.stdout
+
+
 # ---- a class: servers through the hub's API, the Assignments tab's fetch and submit -----------------
 
 @pytest.fixture(scope="module")

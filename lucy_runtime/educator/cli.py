@@ -360,7 +360,9 @@ def _hub(args) -> int:
     site = Site.from_environment()
     try:
         if args.action == "setup":
-            set_up(site)
+            password = set_up(site)
+            if password:
+                print(f"the grader's account {site.grader}, first password: {password} (`passwd {site.grader}` changes it)")
             print(f"the class is set up: the grader {site.grader}, learners {', '.join(learners(site)) or '(none yet)'}, "
                   f"the exchange {site.exchange}, the learners' environment {site.learner_env}")
         elif args.action == "add-learner":

@@ -153,12 +153,17 @@ def _group_exists(name: str) -> bool:
         return False
 
 
-def ensure_grader(site: Site) -> None:
+def ensure_grader(site: Site) -> str | None:
+    """The learners' group and the grader's account; the grader's first password when it is new."""
     if not _group_exists(site.learners_group):
         _run(["groupadd", "--system", site.learners_group])
+    password = None
     if not _user_exists(site.grader):
         _run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", site.grader])
+        password = secrets.token_urlsafe(12)
+        set_passwords({site.grader: password})
     os.chmod(pwd.getpwnam(site.grader).pw_dir, 0o700)
+    return password
 
 
 def add_learners(site: Site, passwords: dict[str, str]) -> None:
@@ -169,6 +174,11 @@ def add_learners(site: Site, passwords: dict[str, str]) -> None:
             _run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name])
         _run(["usermod", "-a", "-G", site.learners_group, name])
         os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
+    set_passwords(passwords)
+
+
+def set_passwords(passwords: dict[str, str]) -> None:
+    """The system passwords the hub's PAM log-in checks."""
     _run(["chpasswd"], input="".join(f"{name}:{password}\n" for name, password in passwords.items()))
 
 
@@ -308,6 +318,10 @@ def build_learner_env(site: Site, python: Path = DEBIAN_PYTHON, log=print) -> No
     (env / "etc" / "jupyter" / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True}}, indent=1))
+    # No news and no update checks from the learners' JupyterLab: the class's server need not reach out.
+    (env / "share" / "jupyter" / "lab" / "settings").mkdir(parents=True, exist_ok=True)
+    (env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").write_text(json.dumps({
+        "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=1))
     for root, dirs, files in os.walk(env):
         for name in dirs + files:
             path = os.path.join(root, name)
@@ -399,15 +413,17 @@ def check_can_start(site: Site) -> None:
         raise HubError(f"the learners' environment {site.learner_env} is missing: `make hub` builds it")
 
 
-def set_up(site: Site, log=print) -> None:
-    """Everything ``make hub`` does before the hub starts (idempotent; as root)."""
+def set_up(site: Site, log=print) -> str | None:
+    """Everything ``make hub`` does before the hub starts (idempotent; as root). Returns the grader's
+    first password when this made the account."""
     if os.geteuid() != 0:
         raise HubError("setting up the class's accounts needs root: run `make hub` as root")
-    ensure_grader(site)
+    password = ensure_grader(site)
     give_course_to_grader(site)
     make_exchange(site)
     build_learner_env(site, log=log)
     api_token(site)
+    return password
 
 
 def start(site: Site, config: Path, log_file=None) -> subprocess.Popen:
@@ -461,27 +477,30 @@ class HubClient:
     def stop_server(self, name: str) -> None:
         self.http.delete(f"/hub/api/users/{name}/server")
 
+    @staticmethod
+    def _ok(answer: httpx.Response, what: str) -> httpx.Response:
+        if answer.is_error:
+            raise HubError(f"{what}: {answer.status_code} {answer.text[:1500]}")
+        return answer
+
     def assignments(self, name: str, action: str, assignment: str) -> list | dict:
         """What the Assignments tab does when a learner clicks Fetch, Submit or Fetch Feedback."""
         answer = self.http.post(f"/user/{name}/assignments/{action}",
                                 data={"course_id": COURSE_ID, "assignment_id": assignment})
-        answer.raise_for_status()
-        return answer.json()
+        return self._ok(answer, f"{name}'s {action} of {assignment}").json()
 
     def listing(self, name: str) -> list:
         answer = self.http.get(f"/user/{name}/assignments", params={"course_id": COURSE_ID})
-        answer.raise_for_status()
-        return answer.json()["value"]
+        return self._ok(answer, f"{name}'s assignment list").json()["value"]
 
     def read(self, name: str, path: str) -> dict:
         answer = self.http.get(f"/user/{name}/api/contents/{path}", params={"content": "1"})
-        answer.raise_for_status()
-        return answer.json()
+        return self._ok(answer, f"reading {name}'s {path}").json()
 
     def write_notebook(self, name: str, path: str, notebook: dict) -> None:
         answer = self.http.put(f"/user/{name}/api/contents/{path}",
                                json={"type": "notebook", "format": "json", "content": notebook})
-        answer.raise_for_status()
+        self._ok(answer, f"saving {name}'s {path}")
 
 
 def as_grader(site: Site, command: list[str], **kwargs) -> subprocess.CompletedProcess:

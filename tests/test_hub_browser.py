@@ -21,6 +21,7 @@ from lucy_runtime.educator import hub
 from lucy_runtime.notebook import learner_implementation
 
 from .conftest import REPO
+from .formgrader import LOADED
 from .lab import ARTIFACTS, CHROMIUM, FLAGS, need_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.nbgrader,
@@ -166,6 +167,8 @@ def grader_grades(browser, site, password: str) -> None:
         row.locator("a:text-matches('^Submission #')").click()
         score = page.locator(f"input.score#{WRITTEN}")
         score.wait_for()
+        page.locator("body").evaluate(LOADED)
+        score.scroll_into_view_if_needed()
         with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
                                   and r.ok) as saved:
             score.fill("1")

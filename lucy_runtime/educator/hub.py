@@ -196,10 +196,36 @@ def require_learner(site: Site, name: str) -> None:
                        "then restart the hub")
 
 
+def processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
 def remove_accounts(names: list[str]) -> None:
+    """Scratch accounts (the tests' and the bench's) and everything they still run: userdel refuses
+    an account with a process left, and a kernel may outlive its server by a moment."""
     for name in names:
-        if _user_exists(name):
-            subprocess.run(["userdel", "--remove", name], capture_output=True)
+        if not _user_exists(name):
+            continue
+        uid = pwd.getpwnam(name).pw_uid
+        for _ in range(20):
+            running = processes_of(uid)
+            if not running:
+                break
+            for pid in running:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
 
 
 # ---- the course folder: the grader's, closed to learners ----------------------------------------
@@ -552,6 +578,7 @@ def scratch_class(repo: Path, names: list[str], prefix: str, log=lambda line: No
                 proxy=repo / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy")
     passwords = {name: secrets.token_urlsafe(12) for name in names}
     process = None
+    remove_accounts([*names, site.grader])  # left by a run that was stopped before its clean-up
     try:
         set_up(site, log=log)
         add_learners(site, passwords)
@@ -559,7 +586,14 @@ def scratch_class(repo: Path, names: list[str], prefix: str, log=lambda line: No
             process = start(site, repo / "hub" / "jupyterhub_config.py", log_file=hub_log)
             client = HubClient(site)
             client.wait_up(process)
-            yield site, client, passwords
+            try:
+                yield site, client, passwords
+            finally:
+                for name in [*names, site.grader]:
+                    try:
+                        client.stop_server(name)
+                    except httpx.HTTPError:
+                        pass
     finally:
         if process is not None:
             process.terminate()

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -75,6 +76,34 @@ def test_a_course_folder_the_grader_cannot_reach_is_refused():
             hub.give_course_to_grader(hub.Site(course=top / "closed" / "course", grader="root"))
     finally:
         shutil.rmtree(top)
+
+
+def lucy_hub(site, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", "hub", *args], cwd=site.course,
+                          env={**os.environ, **site.to_environment()}, capture_output=True, text=True, timeout=300)
+
+
+def test_a_second_hub_on_the_classs_port_is_refused_in_one_line(site):
+    site, _, _ = site
+    done = lucy_hub(site, "start")
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [f"lucy hub: port {site.port} on 127.0.0.1 is taken: stop what uses it, or start "
+                                        "the hub with LUCY_HUB_PORT=N (it uses N to N+3)"]
+
+
+def test_a_learner_added_while_the_hub_runs_is_let_in_at_once(site):
+    site, client, _ = site
+    late = f"{PREFIX}late"
+    try:
+        done = lucy_hub(site, "add-learner", late)
+        assert done.returncode == 0 and f"the hub at {site.url} lets them in now" in done.stdout, done.stdout
+        client.start_server(late)
+        client.wait_ready([late])
+        group = client.http.get(f"/hub/api/groups/nbgrader-lucy-ch07").json()
+        assert late in group["users"]
+    finally:
+        client.stop_server(late)
+        hub.remove_accounts([late])
 
 
 # ---- a learner's environment holds no answer ------------------------------------------------------

@@ -355,7 +355,7 @@ def _checkpoint(args) -> int:
 def _hub(args) -> int:
     import secrets
 
-    from .hub import HubClient, HubError, Site, add_learners, learners, set_up, start
+    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, set_up, start
 
     site = Site.from_environment()
     try:
@@ -370,12 +370,17 @@ def _hub(args) -> int:
                 print("lucy hub add-learner: name one learner or more")
                 return 2
             passwords = {name: secrets.token_urlsafe(9) for name in args.names}
-            set_up(site) if not site.learner_env.exists() else None
+            grader_password = ensure_grader(site)
+            if grader_password:
+                print(f"the grader's account {site.grader}, first password: {grader_password}")
             add_learners(site, passwords)
             print("each learner's account and first password (give it to them; `passwd NAME` changes it):")
             for name, password in passwords.items():
                 print(f"  {name} {password}")
-            print("restart the hub so it lets them in")
+            if HubClient(site, timeout=5).admit(list(passwords)):
+                print(f"the hub at {site.url} lets them in now")
+            else:
+                print("the hub lets them in when it starts (`make hub`)")
         elif args.action == "start":
             process = start(site, site.course / "hub" / "jupyterhub_config.py")
             HubClient(site).wait_up(process)

@@ -396,7 +396,7 @@ def configure_hub(c, site: Site) -> None:
         {"name": f"nbgrader-{COURSE_ID}", "groups": [f"nbgrader-{COURSE_ID}"],
          "scopes": ["list:services", f"read:services!service={site.service}"]},
         {"name": "lucy-class", "services": ["lucy-class"],
-         "scopes": ["admin:users", "admin:servers", "access:servers", "tokens", "list:users", "read:groups"]},
+         "scopes": ["admin:users", "admin:servers", "access:servers", "tokens", "list:users", "groups"]},
     ]
     c.JupyterHub.services = [
         {"name": site.service, "url": f"http://127.0.0.1:{site.service_port}", "user": site.grader,
@@ -482,6 +482,20 @@ class HubClient:
             time.sleep(0.3)
         raise HubError(f"the hub did not answer on {self.site.url} within {within:.0f} s")
 
+    def admit(self, names: list[str]) -> bool:
+        """Let new learners into a running hub (the hub reads the learner group only when it
+        starts): their hub users, in the course's group. False when no hub answers."""
+        try:
+            self.http.get("/hub/api/")
+        except httpx.HTTPError:
+            return False
+        for name in names:
+            if self.http.get(f"/hub/api/users/{name}").status_code == 404:
+                self._ok(self.http.post(f"/hub/api/users/{name}"), f"adding {name} to the hub")
+        self._ok(self.http.post(f"/hub/api/groups/nbgrader-{COURSE_ID}/users", json={"users": names}),
+                 f"adding {', '.join(names)} to nbgrader-{COURSE_ID}")
+        return True
+
     def start_server(self, name: str) -> None:
         require_learner(self.site, name)
         answer = self.http.post(f"/hub/api/users/{name}/server")
@@ -554,7 +568,7 @@ def course_copy(repo: Path, into: Path) -> Path:
     course.mkdir(parents=True)
     for name in ("nbgrader_config.py", "pyproject.toml"):
         shutil.copy(repo / name, course)
-    for name in ("source", "release", "lucy_runtime"):
+    for name in ("source", "release", "lucy_runtime", "hub"):
         shutil.copytree(repo / name, course / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return course
 

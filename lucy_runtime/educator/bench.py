@@ -438,8 +438,11 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
                 problems.append("hub: a class on JupyterHub needs root (system accounts); not measured")
             else:
                 progress(f"hub: a class of {config.hub_learners} learner accounts on JupyterHub")
-                hub_bench = bench_hub(config)
-                if not (hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each):
+                try:
+                    hub_bench = bench_hub(config)
+                except hub.HubError as problem:
+                    problems.append(f"hub: {problem}")
+                if hub_bench is not None and not (hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each):
                     problems.append("hub: a learner's grade or feedback is missing or differs from the same notebook's")
         if "loop" in config.sections:
             loop = bench_loop(config, config.repo / "artifacts", progress)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import grp
 import io
 import json
@@ -67,6 +68,11 @@ class Site:
     @property
     def exchange(self) -> Path:
         return self.state / "exchange"
+
+    @property
+    def config_dir(self) -> Path:
+        """The class's own Jupyter configuration folder (first on every account's JUPYTER_CONFIG_PATH)."""
+        return self.state / "jupyter"
 
     @property
     def hub_dir(self) -> Path:
@@ -125,7 +131,12 @@ def make_exchange(site: Site) -> None:
     # nbgrader's own layout: the root and its course folder open to everyone, release_assignment
     # and collect make inbound/outbound/feedback with nbgrader's modes.
     site.exchange.mkdir(parents=True, exist_ok=True)
+    os.chmod(site.state, 0o755)
     os.chmod(site.exchange, 0o777)
+    site.config_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(site.config_dir, 0o755)
+    (site.config_dir / "nbgrader_config.py").write_text(exchange_settings(site))
+    os.chmod(site.config_dir / "nbgrader_config.py", 0o644)
 
 
 # ---- accounts ----------------------------------------------------------------------------------
@@ -308,7 +319,16 @@ def learner_tree(course: Path, into: Path) -> Path:
 
 def build_learner_env(site: Site, python: Path = DEBIAN_PYTHON, log=print) -> None:
     """A venv at ``site.learner_env`` every account can run: the dependencies once (again only when
-    they change), then the learner distribution, rebuilt from this tree each time."""
+    they change), then the learner distribution, rebuilt from this tree each time. One build at a
+    time per machine (the environment is shared by every class on it)."""
+    env = site.learner_env
+    env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.parent / f".{env.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _build_learner_env(site, python, log)
+
+
+def _build_learner_env(site: Site, python: Path, log) -> None:
     env = site.learner_env
     if not (env / "bin" / "python").exists():
         log(f"creating the learners' environment in {env}")
@@ -333,7 +353,6 @@ def build_learner_env(site: Site, python: Path = DEBIAN_PYTHON, log=print) -> No
     _run([str(env / "bin" / "python"), "-m", "compileall", "-q", str(_site_packages(env) / "lucy_runtime")])
     etc = env / "etc" / "jupyter"
     (etc / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
-    (etc / "nbgrader_config.py").write_text(exchange_settings(site))
     # Learners get the Assignments tab; formgrader and course tools are the grader's service's,
     # which turns them on for itself on its command line.
     (etc / "jupyter_server_config.d" / "zz-lucy-learners.json").write_text(json.dumps({"ServerApp": {
@@ -404,13 +423,15 @@ def configure_hub(c, site: Site) -> None:
          "command": [str(env_bin / "jupyterhub-singleuser"), f"--ServerApp.root_dir={site.course}",
                      "--ServerApp.jpserver_extensions={'nbgrader.server_extensions.formgrader': True}"],
          "environment": {"PATH": f"{env_bin}:/usr/bin:/bin", "PYTHONPATH": str(site.course),
+                         "JUPYTER_CONFIG_PATH": str(site.config_dir),
                          "JUPYTERHUB_DEFAULT_URL": "/formgrader", **site.extra_env}},
         {"name": "lucy-class", "api_token": api_token(site)},
     ]
     c.Spawner.cmd = [str(env_bin / "jupyterhub-singleuser")]
     c.Spawner.default_url = "/lab"
     c.Spawner.notebook_dir = "~"
-    c.Spawner.environment = {"PATH": f"{env_bin}:/usr/bin:/bin", **site.extra_env}
+    c.Spawner.environment = {"PATH": f"{env_bin}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir),
+                             **site.extra_env}
     c.Spawner.http_timeout = 60
     c.Spawner.start_timeout = 120
     c.JupyterHub.cleanup_servers = True
@@ -547,15 +568,16 @@ def as_grader(site: Site, command: list[str], **kwargs) -> subprocess.CompletedP
     """A course command as the grader account, with the learner environment's interpreter and the
     course's full runtime first (what the formgrader service runs)."""
     env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(site.course),
-           "HOME": pwd.getpwnam(site.grader).pw_dir, "LANG": "C.UTF-8", **site.extra_env}
+           "JUPYTER_CONFIG_PATH": str(site.config_dir), "HOME": pwd.getpwnam(site.grader).pw_dir, "LANG": "C.UTF-8",
+           **site.extra_env}
     return subprocess.run(["runuser", "-u", site.grader, "--", "env", "-i",
                            *[f"{k}={v}" for k, v in env.items()], *command],
                           cwd=site.course, capture_output=True, text=True, **kwargs)
 
 
 def as_learner(site: Site, name: str, command: list[str], **kwargs) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "HOME": pwd.getpwnam(name).pw_dir,
-           "LANG": "C.UTF-8", **site.extra_env}
+    env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir),
+           "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8", **site.extra_env}
     return subprocess.run(["runuser", "-u", name, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()],
                            *command], cwd=pwd.getpwnam(name).pw_dir, capture_output=True, text=True, **kwargs)
 

@@ -442,7 +442,8 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
                     hub_bench = bench_hub(config)
                 except hub.HubError as problem:
                     problems.append(f"hub: {problem}")
-                if hub_bench is not None and not (hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each):
+                held = hub_bench and hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each
+                if hub_bench is not None and not held:
                     problems.append("hub: a learner's grade or feedback is missing or differs from the same notebook's")
         if "loop" in config.sections:
             loop = bench_loop(config, config.repo / "artifacts", progress)

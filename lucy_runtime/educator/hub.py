@@ -5,7 +5,8 @@
 names. What is where (docs/class-on-a-server.md):
 
 * the hub's own state (its database, cookie secret, the class's API token) in
-  ``STATE/hub`` (root only); the exchange in ``STATE/exchange``, a system path;
+  ``STATE/hub`` (root only); the exchange in ``STATE/exchange``, a system path, named in one
+  place, ``STATE/jupyter/nbgrader_config.py``, first on every class process's ``JUPYTER_CONFIG_PATH``;
 * the grader's account runs formgrader as a hub-managed service, in the course folder,
   which it reaches through its group; learners' accounts cannot open the course folder;
 * learners' single-user servers and kernels run the learner environment, a venv at a
@@ -37,7 +38,7 @@ import tempfile
 import threading
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -63,7 +64,6 @@ class Site:
     learners_group: str = "lucy-ch07-learners"
     port: int = 8000
     proxy: Path | None = None
-    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def exchange(self) -> Path:
@@ -424,14 +424,13 @@ def configure_hub(c, site: Site) -> None:
                      "--ServerApp.jpserver_extensions={'nbgrader.server_extensions.formgrader': True}"],
          "environment": {"PATH": f"{env_bin}:/usr/bin:/bin", "PYTHONPATH": str(site.course),
                          "JUPYTER_CONFIG_PATH": str(site.config_dir),
-                         "JUPYTERHUB_DEFAULT_URL": "/formgrader", **site.extra_env}},
+                         "JUPYTERHUB_DEFAULT_URL": "/formgrader"}},
         {"name": "lucy-class", "api_token": api_token(site)},
     ]
     c.Spawner.cmd = [str(env_bin / "jupyterhub-singleuser")]
     c.Spawner.default_url = "/lab"
     c.Spawner.notebook_dir = "~"
-    c.Spawner.environment = {"PATH": f"{env_bin}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir),
-                             **site.extra_env}
+    c.Spawner.environment = {"PATH": f"{env_bin}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir)}
     c.Spawner.http_timeout = 60
     c.Spawner.start_timeout = 120
     c.JupyterHub.cleanup_servers = True
@@ -568,8 +567,7 @@ def as_grader(site: Site, command: list[str], **kwargs) -> subprocess.CompletedP
     """A course command as the grader account, with the learner environment's interpreter and the
     course's full runtime first (what the formgrader service runs)."""
     env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(site.course),
-           "JUPYTER_CONFIG_PATH": str(site.config_dir), "HOME": pwd.getpwnam(site.grader).pw_dir, "LANG": "C.UTF-8",
-           **site.extra_env}
+           "JUPYTER_CONFIG_PATH": str(site.config_dir), "HOME": pwd.getpwnam(site.grader).pw_dir, "LANG": "C.UTF-8"}
     return subprocess.run(["runuser", "-u", site.grader, "--", "env", "-i",
                            *[f"{k}={v}" for k, v in env.items()], *command],
                           cwd=site.course, capture_output=True, text=True, **kwargs)
@@ -577,7 +575,7 @@ def as_grader(site: Site, command: list[str], **kwargs) -> subprocess.CompletedP
 
 def as_learner(site: Site, name: str, command: list[str], **kwargs) -> subprocess.CompletedProcess:
     env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir),
-           "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8", **site.extra_env}
+           "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8"}
     return subprocess.run(["runuser", "-u", name, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()],
                            *command], cwd=pwd.getpwnam(name).pw_dir, capture_output=True, text=True, **kwargs)
 

@@ -56,6 +56,8 @@ def test_the_exchange_is_set_in_one_place_for_every_account(tmp_path):
     # Learners' servers and the grader's service read the same folder first.
     assert c.Spawner.environment["JUPYTER_CONFIG_PATH"] == service["environment"]["JUPYTER_CONFIG_PATH"] \
         == str(site.config_dir)
+    # and the course's own configuration, where it names the exchange from LUCY_EXCHANGE, the same one.
+    assert c.Spawner.environment["LUCY_EXCHANGE"] == service["environment"]["LUCY_EXCHANGE"] == str(site.exchange)
 
 
 def test_the_learner_distribution_has_no_educator_tools_and_a_learners_lucy(tmp_path):

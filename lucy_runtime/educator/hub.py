@@ -51,6 +51,9 @@ HUB_REQUIREMENT = "jupyterhub==6.1.1"
 PROXY_REQUIREMENT = "configurable-http-proxy@5.3.0"
 DEBIAN_PYTHON = Path("/usr/bin/python3.11")
 ENV_PREFIX = "LUCY_HUB_"
+# Where the course's own nbgrader_config.py looks for the exchange, when it names one (the private
+# exchange, lucy_runtime/grading/exchange.py): every process of the class gets the site's.
+EXCHANGE_ENV = "LUCY_EXCHANGE"
 
 
 @dataclass(frozen=True)
@@ -423,14 +426,15 @@ def configure_hub(c, site: Site) -> None:
          "command": [str(env_bin / "jupyterhub-singleuser"), f"--ServerApp.root_dir={site.course}",
                      "--ServerApp.jpserver_extensions={'nbgrader.server_extensions.formgrader': True}"],
          "environment": {"PATH": f"{env_bin}:/usr/bin:/bin", "PYTHONPATH": str(site.course),
-                         "JUPYTER_CONFIG_PATH": str(site.config_dir),
+                         "JUPYTER_CONFIG_PATH": str(site.config_dir), EXCHANGE_ENV: str(site.exchange),
                          "JUPYTERHUB_DEFAULT_URL": "/formgrader"}},
         {"name": "lucy-class", "api_token": api_token(site)},
     ]
     c.Spawner.cmd = [str(env_bin / "jupyterhub-singleuser")]
     c.Spawner.default_url = "/lab"
     c.Spawner.notebook_dir = "~"
-    c.Spawner.environment = {"PATH": f"{env_bin}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir)}
+    c.Spawner.environment = {"PATH": f"{env_bin}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir),
+                             EXCHANGE_ENV: str(site.exchange)}
     c.Spawner.http_timeout = 60
     c.Spawner.start_timeout = 120
     c.JupyterHub.cleanup_servers = True
@@ -567,7 +571,8 @@ def as_grader(site: Site, command: list[str], **kwargs) -> subprocess.CompletedP
     """A course command as the grader account, with the learner environment's interpreter and the
     course's full runtime first (what the formgrader service runs)."""
     env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(site.course),
-           "JUPYTER_CONFIG_PATH": str(site.config_dir), "HOME": pwd.getpwnam(site.grader).pw_dir, "LANG": "C.UTF-8"}
+           "JUPYTER_CONFIG_PATH": str(site.config_dir), EXCHANGE_ENV: str(site.exchange),
+           "HOME": pwd.getpwnam(site.grader).pw_dir, "LANG": "C.UTF-8"}
     return subprocess.run(["runuser", "-u", site.grader, "--", "env", "-i",
                            *[f"{k}={v}" for k, v in env.items()], *command],
                           cwd=site.course, capture_output=True, text=True, **kwargs)
@@ -575,6 +580,7 @@ def as_grader(site: Site, command: list[str], **kwargs) -> subprocess.CompletedP
 
 def as_learner(site: Site, name: str, command: list[str], **kwargs) -> subprocess.CompletedProcess:
     env = {"PATH": f"{site.learner_env / 'bin'}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(site.config_dir),
+           EXCHANGE_ENV: str(site.exchange),
            "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8"}
     return subprocess.run(["runuser", "-u", name, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()],
                            *command], cwd=pwd.getpwnam(name).pw_dir, capture_output=True, text=True, **kwargs)

@@ -19,6 +19,13 @@ guard_generate_assignment()
 
 c.CourseDirectory.course_id = "lucy-ch07"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+# The course's exchange, private between learners (lucy_runtime/grading/exchange.py): at
+# /srv/nbgrader/exchange, or the folder $LUCY_EXCHANGE names. formgrader, the Assignments tab and
+# every command use it with nothing typed; `lucy exchange create` and `lucy exchange add` make it.
+from lucy_runtime.grading.exchange import configure as configure_exchange  # noqa: E402
+
+configure_exchange(c)
+
 # The gradebook is gradebook.db in this folder. For a large class on a server, keep it in
 # PostgreSQL instead (README: "A class on a server"):
 # c.CourseDirectory.db_url = "postgresql+psycopg://lucy@127.0.0.1:5432/lucy_ch07"

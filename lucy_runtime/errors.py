@@ -45,6 +45,8 @@ The tree:
   + GradingError: the grading machinery failed, not the learner (also ``RuntimeError``)
     - NbgraderFailed: an nbgrader command failed or never ended
     - SandboxUnavailable: the grading sandbox could not be built or did not answer
+    - ExchangeSetupFailed: the course's exchange cannot be made as asked (no course folder in it,
+      not a login name, no such account)
   + EducatorError: an educator tool could not do its job
     - EditDoesNotApply: a case's edit does not fit the cell it names (also ``ValueError``)
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
@@ -273,6 +275,10 @@ class NbgraderFailed(GradingError):
 
 class SandboxUnavailable(GradingError):
     """The sandbox was needed and could not be built or did not answer."""
+
+
+class ExchangeSetupFailed(GradingError):
+    """``lucy exchange`` cannot make the course's exchange as asked; the message says what to do."""
 
 
 class EducatorError(LucyError):

@@ -114,8 +114,11 @@ def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
     cell.source = (f"CHANNEL = {listener.path!r}\nHOST_PORT = {host.getsockname()[1]}\nREPO = {str(REPO)!r}\n"
                    + CHECKPOINT_TRICK + cell.source)
     nbformat.write(nb, str(path))
+    (folder / "ch07_unit_a" / "answers.ipynb").symlink_to(REPO / "source" / "ch07_unit_a" / "ch07_unit_a.ipynb")
     with listener.open_to_the_sandbox():
         done = checkpoint(folder, tmp=tmp_path)
+    # the learner's folder is copied as data (grading/handin.py): a link is left out, and said so
+    assert "ch07_unit_a/answers.ipynb: a symbolic link; left out of the checkpoint" in done.stderr, done.stderr[-2000:]
     reached = 0
     try:
         while True:

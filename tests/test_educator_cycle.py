@@ -17,6 +17,8 @@ import pytest
 
 from lucy_runtime.educator.course import nbgrader
 from lucy_runtime.educator.verify import filled
+from lucy_runtime.grading.exchange import add as add_learners
+from lucy_runtime.grading.exchange import create as make_exchange
 
 from .conftest import REPO
 
@@ -28,7 +30,9 @@ def test_the_evidence_a_learner_saves_beside_the_notebook_is_collected_with_it(t
     course, exchange, learner = tmp_path / "course", tmp_path / "exchange", tmp_path / "learner"
     for folder in (course, exchange, learner):
         folder.mkdir()
-    exchange.chmod(0o777)
+    # The course's exchange, made as `lucy exchange create --one-account` and `add` make it.
+    make_exchange(exchange, "lucy-ch07", one_account=True)
+    add_learners(exchange, "lucy-ch07", [getpass.getuser()])
     shutil.copy(REPO / "nbgrader_config.py", course)
     shutil.copytree(REPO / "source" / UNIT, course / "source" / UNIT, ignore=shutil.ignore_patterns("*.md"))
     on_exchange = [f"--Exchange.root={exchange}"]

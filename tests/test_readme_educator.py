@@ -102,8 +102,9 @@ def clone(tmp_path_factory):
     assert not (root / ".venv").exists()
     # No .venv/: the block's `make course` makes it, as on an educator's fresh clone. PYTHON is
     # the interpreter an educator would name (the one these tests run on, not whatever /usr/bin has).
+    # LUCY_EXCHANGE: the block's exchange in this test's folder, not the machine's /srv (other tests' hub).
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", str(tmp)), "TMPDIR": str(scratch),
-           "PYTHON": sys._base_executable}
+           "PYTHON": sys._base_executable, "LUCY_EXCHANGE": str(scratch / "lucy-exchange")}
     course = Clone(root, scratch, env)
     course.run(educator_blocks()[0])
     return course

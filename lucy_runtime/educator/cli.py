@@ -219,6 +219,15 @@ def _report(args) -> int:
     if bool(args.assignment) == args.all:
         print("lucy report: name one ASSIGNMENT, or --all", file=sys.stderr)
         return 2
+    from ..grading.handin import scan
+
+    unsafe = [f"{folder.parent.name}/{folder.name}: {r.line('not read')}"
+              for folder in sorted((Path(args.course) / "autograded").glob(f"*/{'*' if args.all else args.assignment}"))
+              for r in scan(folder)]
+    if unsafe:  # only collect writes what autograde reads: something went around it
+        print("lucy report: autograded/ holds what no step may read (collect, then autograde, those learners "
+              "again):\n  " + "\n  ".join(unsafe), file=sys.stderr)
+        return 2
     try:
         report = class_report(Path(args.course), None if args.all else (args.assignment,))
     except LucyError as error:  # no course here, no gradebook, nothing graded yet
@@ -244,6 +253,23 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _refused_at_hand_in(course: Path, assignment: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """What collect refused of each hand-in; and what is in submitted/ now that no step may read
+    (a link, a FIFO, ... put there around collect), which is moved aside before grading."""
+    from ..grading.exchange import refusals_of
+    from ..grading.handin import scan
+
+    refused, unsafe = [], []
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        refused += [(student, line) for line in refusals_of(folder)]
+        found = scan(folder)
+        if found:
+            unsafe += [(student, r.line()) for r in found]
+            folder.rename(folder.with_name(f"{assignment}.unsafe-{os.getpid()}"))
+    return refused, unsafe
+
+
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
     from .parallel import Status, autograde_class
@@ -256,6 +282,10 @@ def _autograde(args) -> int:
         print(f"[{bar:<30}] {done}/{total}  {outcome.student}: {outcome.status.value} ({outcome.seconds:g} s{stopped})",
               flush=True)
 
+    refused, unsafe = _refused_at_hand_in(Path(args.course), args.assignment)
+    for student, line in unsafe:
+        print(f"NOT GRADED: {student}: {line} (submitted/ holds what only collect should write: collect again)",
+              file=sys.stderr)
     warning = open_to_anyone(args.scheduler) if args.scheduler else None
     if warning:
         print(f"lucy autograde: {warning}", file=sys.stderr, flush=True)
@@ -272,6 +302,8 @@ def _autograde(args) -> int:
     for outcome in result.outcomes:
         if outcome.stopped:
             print(f"STOPPED: {outcome.student}: {outcome.stopped}")
+    for student, line in refused:
+        print(f"REFUSED: {student}: {line}")
     print()
     for outcome in result.outcomes:
         if outcome.score is not None:
@@ -289,6 +321,34 @@ def _autograde(args) -> int:
     if args.json:
         Path(args.json).write_text(result.to_json())
     return 0 if result.ok else 1
+
+
+def _exchange(args) -> int:
+    """Make the course's exchange, give learners their folders, close or open hand-ins."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from ..errors import LucyError
+    from ..grading import exchange
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(args.course).resolve())).load_config()
+    root = str(config.Exchange.root) if "root" in config.Exchange else exchange.exchange_root()
+    course_id = str(config.CourseDirectory.course_id)
+    try:
+        if args.action == "create":
+            made = exchange.create(root, course_id, grader=args.grader, reset=args.reset, one_account=args.one_account)
+            print(f"the exchange of {course_id}: {made}" + (" (emptied first)" if args.reset else ""))
+            print(f"every nbgrader of this environment uses it: {exchange.write_environment_config()}")
+        elif args.action == "add":
+            for folder in exchange.add(root, course_id, args.names, accounts=args.accounts):
+                print(f"{folder.name}: hands in through {folder}")
+        else:
+            for name in args.names:
+                exchange.close(root, course_id, name, closed=args.action == "close")
+                print(f"{name}: hand-ins {'closed' if args.action == 'close' else 'open'}")
+    except (OSError, LucyError) as error:  # not root where it must be; no course folder; no such account
+        print(f"lucy exchange {args.action}: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _gradebook(args) -> int:
@@ -481,6 +541,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh-cases", action="store_true",
                    help="measure again the rows each educator case fails (after the cases or the rows changed)")
     p.set_defaults(func=_report)
+    p = sub.add_parser("exchange", help="the course's private exchange: create it, add learners (as root), "
+                                        "close or open an assignment's hand-ins")
+    p.add_argument("action", choices=("create", "add", "close", "open"))
+    p.add_argument("names", nargs="*", help="add: the learners' login names; close, open: assignments")
+    p.add_argument("--course", default=".", help="the course directory (default: this folder)")
+    p.add_argument("--accounts", action="store_true", help="add: make a system account for a learner who has none")
+    p.add_argument("--grader", help="create: the account that collects and releases (put in the lucy-graders group)")
+    p.add_argument("--one-account", action="store_true",
+                   help="create: every learner is a folder of your own account (a try-out on one machine)")
+    p.add_argument("--reset", action="store_true", help="create: empty the course's exchange first")
+    p.set_defaults(func=_exchange)
     p = sub.add_parser("gradebook", help="check that the course's gradebook can be reached, or move it into an "
                                          "empty server database (SQLite to PostgreSQL)")
     p.add_argument("action", choices=("check", "migrate"))

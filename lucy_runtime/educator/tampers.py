@@ -51,6 +51,16 @@ class Written:
 
 
 @dataclass(frozen=True)
+class Planted:
+    """A file of the hand-in that is not a file: ``kind`` "link" to ``target`` ("source": the course's
+    source notebook of the unit; "gradebook": the gradebook), or "fifo". It goes through collect."""
+
+    name: str
+    kind: str
+    target: str = ""
+
+
+@dataclass(frozen=True)
 class Tamper:
     name: str
     unit: str
@@ -58,6 +68,7 @@ class Tamper:
     edits: tuple[Edit | Append | Written, ...]  # applied after the honest base's own edits
     trick: str
     unit_a_edits: tuple[Edit | Append, ...] = ()  # for Unit B: tricks placed in the learner's Unit A
+    planted: tuple[Planted, ...] = ()  # links and FIFOs in the hand-in folder, collected as collect does
 
     def as_case(self, base: Case | None, answer_url: str = "http://127.0.0.1:9/") -> Case:
         """The honest base's edits followed by the trick's, as one case (for the checker and ``lucy check``).
@@ -335,6 +346,15 @@ TAMPERS: tuple[Tamper, ...] = (
            "The reference, with a first cell that sleeps until the cell's time limit interrupts it."),
     Tamper("close-its-own-streams", "ch07_unit_a", "reference", (Append("schema", _CLOSE_STD),),
            "The reference, with a first cell that closes the kernel's own stdout and stderr."),
+    Tamper("linked-notebook", "ch07_unit_a", "blank-release", (),
+           "The hand-in's notebook is a symbolic link to the course's source notebook, which holds the "
+           "reference: a collect that follows links grades the reference as the learner's.",
+           planted=(Planted("ch07_unit_a.ipynb", "link", "source"),)),
+    Tamper("links-in-the-hand-in", "ch07_unit_a", "blank-release", (),
+           "A blank notebook handed in beside links to the reference notebook and the gradebook and a FIFO, "
+           "for learner code or a later grading step to read.",
+           planted=(Planted("reference.ipynb", "link", "source"), Planted("gradebook.db", "link", "gradebook"),
+                    Planted("pipe", "fifo"))),
     Tamper("script-in-written-answer", "ch07_unit_a", "blank-release",
            (Written("explain_worker_crash", HOSTILE_ANSWER), Append("schema", _HOSTILE_OUTPUTS)),
            "A blank notebook whose written answer and outputs carry script (<script>, onerror, SVG, iframe, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -34,7 +35,7 @@ from ..units import UNITS
 from .alternatives import ALTERNATIVES
 from .cases import CASES, Case
 from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
-from .tampers import TAMPERS, AnswerServer, Tamper
+from .tampers import TAMPERS, AnswerServer, Planted, Tamper
 
 
 def apply_edits(case: Case | None, grade_id: str, source: str) -> str:
@@ -428,6 +429,27 @@ def handed_in(entry: Entry, case: Case | None, release: Callable[[str], Any], so
 
 
 def _submit(course: ScratchCourse, student: str, entry: Entry, case: Case | None) -> None:
-    """Hand in ``entry``'s notebooks under ``student`` in ``course``."""
+    """Hand in ``entry``'s notebooks under ``student`` in ``course``; a tamper case's planted links
+    and FIFOs go through collect's copy (``grading/exchange.py``), as from the exchange."""
+    planted = next((t.planted for t in TAMPERS if t.name == entry.name), ()) if entry.kind is Kind.TAMPER else ()
     for unit, nb in handed_in(entry, case, course.release, course.source).items():
-        course.submit(student, unit, nb)
+        folder = course.submit(student, unit, nb)
+        if planted and unit == entry.unit:
+            _through_collect(course, folder, unit, planted)
+
+
+def _through_collect(course: ScratchCourse, folder: Path, unit: str, planted: tuple[Planted, ...]) -> None:
+    from ..grading.exchange import collect_handin  # noqa: PLC0415 - nbgrader's exchange loads its gradebook
+    from ..grading.handin import HandinLimits  # noqa: PLC0415 - beside it
+
+    inbound = folder.with_name(f"{unit}.inbound")
+    folder.rename(inbound)
+    targets = {"source": course.root / "source" / unit / f"{unit}.ipynb", "gradebook": course.root / "gradebook.db"}
+    for p in planted:
+        (inbound / p.name).unlink(missing_ok=True)
+        if p.kind == "link":
+            (inbound / p.name).symlink_to(targets[p.target])
+        else:
+            os.mkfifo(inbound / p.name)
+    collect_handin(inbound, folder, HandinLimits(), course.root / "release" / unit)
+    shutil.rmtree(inbound)

@@ -53,6 +53,8 @@ class Limits:
     """RLIMIT_NPROC, which counts every process of the grader user on the machine: ``processes``
     when nothing else bounds a tree; four times that when a cgroup does, so that one submission
     at its cgroup's limit leaves room for the others graded beside it."""
+    submission_mb: int = 64
+    submission_files: int = 1000
 
     @property
     def nproc(self) -> int:
@@ -100,6 +102,9 @@ class GradingLimits(Configurable):
     wall_seconds = Integer(Limits.wall_seconds, help="Wall-clock seconds for one notebook's execution.").tag(config=True)
     output_mb = Integer(Limits.output_mb, help="Outputs one notebook may keep, in MB.").tag(config=True)
     tmp_mb = Integer(Limits.tmp_mb, help="Size of the sandbox's /tmp, in MB.").tag(config=True)
+    submission_mb = Integer(Limits.submission_mb, help="Bytes one hand-in may hold, in MB (collect).").tag(config=True)
+    submission_files = Integer(Limits.submission_files, help="Files and folders one hand-in may hold (collect).").tag(
+        config=True)
 
     def limits(self) -> Limits:
         return Limits(**{f.name: int(getattr(self, f.name)) for f in dataclasses.fields(Limits) if f.name != "user_processes"})

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import sandbox
+from .handin import copy_regular_files
 from ..checker import SEALED_ENV, SourceLearner, run_rows
 from ..checker.results import CheckReport, RowResult
 from ..checker.rows import CHECKPOINT_ROWS, ROWS
@@ -134,12 +135,9 @@ def run_checkpoint_isolated(folder: str | os.PathLike, *, execute: bool = True, 
     with tempfile.TemporaryDirectory(prefix="lucy-checkpoint-box-") as scratch:
         scratch = os.path.realpath(scratch)
         work = Path(scratch) / "notebooks"
-        skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
-
-        def ignore(where: str, names: list[str]) -> set[str]:  # the scratch folder may sit inside ``folder``
-            return set(skip(where, names)) | {n for n in names if os.path.join(where, n) == scratch}
-
-        shutil.copytree(folder, work, symlinks=True, ignore=ignore)
+        # Plain files only, nothing followed (grading/handin.py): a link in the folder is left out, by name.
+        for refusal in copy_regular_files(folder, work, skip=frozenset({".ipynb_checkpoints", "__pycache__"})):
+            print(f"lucy checkpoint: {refusal.line('left out of the checkpoint')}", file=sys.stderr)
         sandbox.hand_to_grader(box, work, enterable=True)  # a pytest tmp folder is 0700
         group, tree_limits = sandbox.tree_cgroup(limits, f"checkpoint-{group_label(folder)}", log)
         argv = [sys.executable, "-m", "lucy_runtime.grading.checkpoint", "--inside", str(work)]

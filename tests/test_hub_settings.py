@@ -51,7 +51,7 @@ def test_learners_servers_run_the_learner_environment_and_log_in_with_pam(tmp_pa
 def test_the_exchange_is_set_in_one_place_for_every_account(tmp_path):
     c, site = configured(tmp_path)
     settings = hub.exchange_settings(site)
-    assert f"c.Exchange.root = {str(tmp_path / 'state' / 'exchange')!r}" in settings
+    assert f"configure(c, {str(tmp_path / 'state' / 'exchange')!r})" in settings  # the private exchange, there
     service = next(s for s in c.JupyterHub.services if s["name"] == "lucy-ch07")
     # Learners' servers and the grader's service read the same folder first.
     assert c.Spawner.environment["JUPYTER_CONFIG_PATH"] == service["environment"]["JUPYTER_CONFIG_PATH"] \

@@ -415,7 +415,7 @@ def _checkpoint(args) -> int:
 def _hub(args) -> int:
     import secrets
 
-    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, set_up, start
+    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start
 
     site = Site.from_environment()
     try:
@@ -433,6 +433,7 @@ def _hub(args) -> int:
             grader_password = ensure_grader(site)
             if grader_password:
                 print(f"the grader's account {site.grader}, first password: {grader_password}")
+            make_exchange(site)
             add_learners(site, passwords)
             print("each learner's account and first password (give it to them; `passwd NAME` changes it):")
             for name, password in passwords.items():

@@ -44,6 +44,7 @@ from pathlib import Path
 import httpx
 
 from ..errors import HubError
+from ..grading import exchange
 
 COURSE_ID = "lucy-ch07"
 # What a learner's server runs; the hub's own version, so jupyterhub-singleuser speaks its API.
@@ -123,19 +124,21 @@ class Site:
 
 def exchange_settings(site: Site) -> str:
     """The nbgrader configuration every account of the class reads (learners' servers, the grader's
-    service and commands): the exchange at the site's system path."""
+    service and commands): the course's private exchange (lucy_runtime/grading/exchange.py) at the
+    site's system path."""
     return (f"# Written by lucy_runtime/educator/hub.py for the class on this machine.\n"
+            f"from lucy_runtime.grading.exchange import configure\n\n"
             f"c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            f"c.Exchange.root = {str(site.exchange)!r}\n")
+            f"configure(c, {str(site.exchange)!r})\n")
 
 
 def make_exchange(site: Site) -> None:
-    # nbgrader's own layout: the root and its course folder open to everyone, release_assignment
-    # and collect make inbound/outbound/feedback with nbgrader's modes.
-    site.exchange.mkdir(parents=True, exist_ok=True)
+    """The course's folders in the private exchange, the grader's (exchange.create), and the class's
+    configuration folder that names it."""
+    site.state.mkdir(parents=True, exist_ok=True)
     os.chmod(site.state, 0o755)
-    os.chmod(site.exchange, 0o777)
+    exchange.create(site.exchange, COURSE_ID, grader=site.grader)
     site.config_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(site.config_dir, 0o755)
     (site.config_dir / "nbgrader_config.py").write_text(exchange_settings(site))
@@ -189,6 +192,7 @@ def add_learners(site: Site, passwords: dict[str, str]) -> None:
         _run(["usermod", "-a", "-G", site.learners_group, name])
         os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
     set_passwords(passwords)
+    exchange.add(site.exchange, COURSE_ID, list(passwords))  # each one's own folder of inbound/
 
 
 def set_passwords(passwords: dict[str, str]) -> None:

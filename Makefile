@@ -23,7 +23,9 @@ POSTGRES := $(VENV)/.postgres
 # ipywidgets' embed script and require.js (what myst-nb expects), MathJax 3.
 MERMAID := $(VENV)/node/.book-assets
 
-.PHONY: bytecode course demo test test-fast test-changed lab formgrader release check mutation bench book clean help
+HUB := $(VENV)/.hub
+
+.PHONY: bytecode course demo test test-fast test-changed lab formgrader release check mutation bench book clean help hub
 
 help:
 	@echo "make course         an educator's set-up: the environment, bubblewrap, and what grading isolation this"
@@ -43,6 +45,8 @@ help:
 	@echo "                    300 learners, the queue, and the"
 	@echo "                    contributors' loop (make test-fast, test, demo against their goals; artifacts/bench.json)"
 	@echo "make book           the chapter as a website, learner and educator editions, in build/book/"
+	@echo "make hub            (root) the class on JupyterHub at 127.0.0.1:8000: the grader's and learners' accounts"
+	@echo "                    (lucy hub add-learner NAME first), formgrader as the grader's service, the exchange"
 
 # What a course needs (the runtime, nbgrader, JupyterLab, the kernel); the contributors' tools on top.
 $(COURSE_STAMP): pyproject.toml
@@ -78,6 +82,17 @@ $(POSTGRES): $(STAMP)
 	  else echo "The PostgreSQL gradebook test needs Debian's postgresql: sudo apt-get install -y postgresql"; exit 1; fi; }
 	touch $(POSTGRES)
 
+# The class on JupyterHub (lucy_runtime/educator/hub.py): JupyterHub in .venv, configurable-http-proxy
+# from npm in the venv's node folder, and Debian's Python with venv for the learners' environment
+# (every account can run it; the course's own Python may sit in a folder only root opens).
+$(HUB): $(COURSE_STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[hub]'
+	@command -v npm >/dev/null 2>&1 && /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm python3.11-venv >/dev/null; \
+	  else echo "The hub needs npm and Debian's python3.11-venv: sudo apt-get install -y nodejs npm python3.11-venv"; exit 1; fi; }
+	npm install --prefix $(VENV)/node --no-audit --no-fund --silent configurable-http-proxy@5.3.0
+	touch $(HUB)
+
 $(MERMAID): $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
@@ -104,7 +119,7 @@ demo: $(STAMP) $(SANDBOX) bytecode
 	$(BIN)/lucy demo
 
 # --durations: the slowest tests, printed at the end of every run, for whoever makes the suite faster.
-test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES) bytecode
+test: $(STAMP) $(BROWSER) $(SANDBOX) $(MERMAID) $(POSTGRES) $(HUB) bytecode
 	$(BIN)/python -m pytest $(PYTEST_JOBS) --durations=25
 
 # Nothing beyond the Python environment: a test that needs bubblewrap, chromium or PostgreSQL is
@@ -133,6 +148,13 @@ formgrader: $(COURSE_STAMP)
 	  --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True \
 	  --ServerApp.jpserver_extensions=lucy_runtime.grading.page_headers=True \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+# As root, from the course folder: the accounts, the course folder given to the grader's group, the
+# exchange and the learners' environment (lucy hub setup), then the hub in the foreground.
+hub: $(HUB) $(SANDBOX) bytecode
+	@[ "$$(id -u)" = 0 ] || { echo "make hub creates system accounts and starts their servers: run it as root"; exit 1; }
+	$(BIN)/lucy hub setup
+	$(BIN)/lucy hub start
 
 release: $(COURSE_STAMP)
 	$(BIN)/lucy release

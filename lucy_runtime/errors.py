@@ -62,6 +62,8 @@ The tree:
     - GradebookUnreachable: a server gradebook did not take the connection (and says why)
     - BenchFailed: the reference did not do the work ``make bench`` timed
     - GeneratedTextMissing: a page has no markers where a generated table belongs
+    - HubError: the class's hub cannot be set up or started (a port taken, the proxy missing,
+      a learner not in the course)
 
 Two checker signals stay outside the tree on purpose: ``checker.kit.Fail`` and
 ``checker.model_based.Disagreement`` end a row's own run and never leave the checker.
@@ -332,3 +334,7 @@ class BenchFailed(EducatorError):
 
 class GeneratedTextMissing(EducatorError):
     """A page that should hold a generated table has no pair of markers to put it between."""
+
+
+class HubError(EducatorError):
+    """The class's JupyterHub cannot be set up or started, or was asked about someone not in the course."""

@@ -100,8 +100,8 @@ def store(tmp_path: Path) -> Store:
 # Starting the modules that mostly wait (browser, JupyterLab, PostgreSQL) beside the verify
 # instead was tried (2026-12-01): the verify then took 426 s instead of about 380, and the
 # fresh clone 11:01 against 10:27 and 10:35 in this order.
-LONGEST_FIRST = ("test_grader_nbgrader", "test_hostile_class", "test_readme_educator", "test_alternatives",
-                 "test_private_exchange",
+LONGEST_FIRST = ("test_grader_nbgrader", "test_hostile_class", "test_readme_educator", "test_hub_class", "test_alternatives",
+                 "test_hub_browser", "test_private_exchange",
                  "test_parallel_autograde", "test_regrade",
                  "test_class_report", "test_cluster_grading", "test_grader_self_checks", "test_checkpoint",
                  "test_grading_isolation", "test_book_site", "test_failed_release_changes_nothing", "test_browser",

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -39,7 +40,8 @@ from .course import ScratchCourse, nbgrader
 from ..delivery import DeliveryPolicy
 from .parallel import autograde_class
 from .signatures import load
-from .verify import filled
+from .verify import filled, with_written_answers
+from . import hub
 from ..errors import BenchFailed, InvalidField
 from ..grading.gradebook import course_db_url
 from ..loop import LoopResult
@@ -50,7 +52,7 @@ from ..work import Queue
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
-SECTIONS = ("rows", "autograde", "class", "report", "queue", "loop")
+SECTIONS = ("rows", "autograde", "class", "report", "queue", "loop", "hub")
 REPO = Path(__file__).resolve().parents[2]
 LOOP = (("test-fast", 60.0), ("test", 600.0), ("demo", 360.0))
 """The contributors' loop: make targets and their goals in seconds, on two idle cores."""
@@ -64,6 +66,7 @@ class BenchConfig:
     jobs: int = 2
     items: int = 200
     learners: int = 300
+    hub_learners: int = 30
     loop: tuple[tuple[str, float], ...] = LOOP
     repo: Path = REPO
 
@@ -124,6 +127,21 @@ class QueueBench:
 
 
 @dataclass(frozen=True)
+class HubBench:
+    """A scripted class on JupyterHub (lucy_runtime/educator/hub.py): wall seconds per step, and the
+    machine's memory in use before and at its peak while every learner's server ran."""
+
+    learners: int
+    seconds: dict[str, float]
+    idle_memory_mb: float
+    peak_memory_mb: float
+    servers_memory_mb: float
+    all_graded: bool
+    same_notebook_same_grade: bool
+    own_feedback_each: bool
+
+
+@dataclass(frozen=True)
 class LoopTiming:
     target: str
     seconds: float
@@ -144,6 +162,7 @@ class BenchReport:
     loop: tuple[LoopTiming, ...] = ()
     seconds: float = 0.0
     problems: tuple[str, ...] = field(default_factory=tuple)
+    hub: HubBench | None = None
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -364,12 +383,30 @@ def bench_loop(config: BenchConfig, logs: Path, progress=lambda text: None) -> t
     return tuple(timings)
 
 
+def bench_hub(config: BenchConfig) -> HubBench:
+    """Half the class hands in the reference, half the notebook as fetched; each half must get one grade."""
+    unit = "ch07_unit_a"
+    names = [f"lbench{i:02d}" for i in range(config.hub_learners)]
+    release = nbformat.read(str(config.repo / "release" / unit / f"{unit}.ipynb"), as_version=4)
+    source = nbformat.read(str(config.repo / "source" / unit / f"{unit}.ipynb"), as_version=4)
+    reference = with_written_answers(filled(release, source), source)
+    full = set(names[::2])
+    with hub.scratch_class(config.repo, names, "lbench") as (site, client, _):
+        run = hub.run_class(site, client, {name: (reference if name in full else None) for name in names}, unit)
+    grades = run.grades
+    return HubBench(run.learners, run.seconds, run.idle_memory_mb, run.peak_memory_mb,
+                    round(run.peak_memory_mb - run.idle_memory_mb, 1), sorted(grades) == sorted(names),
+                    len({grades.get(n) for n in full}) == 1 and {grades.get(n) for n in set(names) - full} == {0.0},
+                    run.feedback_pages == {name: 1 for name in names})
+
+
 def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None) -> BenchReport:
     unknown = set(config.sections) - set(SECTIONS)
     if unknown:
         raise InvalidField("sections", f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     started = time.monotonic()
     rows = autograde = klass = queue = report = None
+    hub_bench: HubBench | None = None
     loop: tuple[LoopTiming, ...] = ()
     problems = []
     workdir = Path(tempfile.mkdtemp(prefix="lucy-bench-"))
@@ -396,6 +433,18 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
             if report.report_seconds > report.goal_seconds:
                 problems.append(f"the report on {report.learners} learners took {report.report_seconds:g} s, "
                                 f"over its goal of {report.goal_seconds:g} s")
+        if "hub" in config.sections:
+            if os.geteuid() != 0:
+                problems.append("hub: a class on JupyterHub needs root (system accounts); not measured")
+            else:
+                progress(f"hub: a class of {config.hub_learners} learner accounts on JupyterHub")
+                try:
+                    hub_bench = bench_hub(config)
+                except hub.HubError as problem:
+                    problems.append(f"hub: {problem}")
+                held = hub_bench and hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each
+                if hub_bench is not None and not held:
+                    problems.append("hub: a learner's grade or feedback is missing or differs from the same notebook's")
         if "loop" in config.sections:
             loop = bench_loop(config, config.repo / "artifacts", progress)
             problems += [f"make {t.target} failed (exit {t.exit_code}); see {t.log}" for t in loop if t.exit_code]
@@ -403,7 +452,7 @@ def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None
         shutil.rmtree(workdir, ignore_errors=True)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}
     return BenchReport(settings, rows, autograde, klass, queue, report, loop, round(time.monotonic() - started, 1),
-                       tuple(problems))
+                       tuple(problems), hub_bench)
 
 
 def summary(report: BenchReport) -> str:
@@ -435,5 +484,10 @@ def summary(report: BenchReport) -> str:
     for t in report.loop:
         lines.append(f"make {t.target}: {t.seconds / 60:.1f} min = {t.of_goal:.2f} x its goal of {t.goal_seconds / 60:g} min"
                      + ("" if t.exit_code == 0 else f" (FAILED, exit {t.exit_code})"))
+    if report.hub:
+        h = report.hub
+        lines.append(f"a class of {h.learners} on JupyterHub: " + ", ".join(f"{k} {v:g} s" for k, v in h.seconds.items())
+                     + f"; {h.servers_memory_mb:.0f} MB more memory in use with every server running "
+                     f"(peak {h.peak_memory_mb:.0f} MB)")
     lines += [f"PROBLEM: {p}" for p in report.problems]
     return "\n".join(lines)

@@ -193,7 +193,7 @@ def _bench(args) -> int:
 
     config = BenchConfig(notebook_dir=Path(args.notebook_dir), sections=tuple(args.only or BenchConfig.sections),
                          submissions=args.submissions, items=args.items,
-                         learners=args.learners)
+                         learners=args.learners, hub_learners=args.hub_learners)
     report = run_bench(config, progress=lambda text: print(f"== {text}", flush=True))
     print(summary(report))
     if args.json:
@@ -406,19 +406,56 @@ def _book(args) -> int:
 
 
 def _checkpoint(args) -> int:
-    from ..grading.checkpoint import run_checkpoint_isolated, save_record, table
+    # The learner's own `lucy` (the learner distribution has no educator/) runs the same function.
+    from ..grading.learner_cli import checkpoint
 
-    if args.chapter != "ch07":
-        print(f"this runtime holds the chapter 7 checkpoint only, not {args.chapter!r}")
+    return checkpoint(args.chapter, args.notebook_dir, args.records, args.json, execute=not args.no_execute)
+
+
+def _hub(args) -> int:
+    import secrets
+
+    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start
+
+    site = Site.from_environment()
+    try:
+        if args.action == "setup":
+            password = set_up(site)
+            if password:
+                print(f"the grader's account {site.grader}, first password: {password} (`passwd {site.grader}` changes it)")
+            print(f"the class is set up: the grader {site.grader}, learners {', '.join(learners(site)) or '(none yet)'}, "
+                  f"the exchange {site.exchange}, the learners' environment {site.learner_env}")
+        elif args.action == "add-learner":
+            if not args.names:
+                print("lucy hub add-learner: name one learner or more")
+                return 2
+            passwords = {name: secrets.token_urlsafe(9) for name in args.names}
+            grader_password = ensure_grader(site)
+            if grader_password:
+                print(f"the grader's account {site.grader}, first password: {grader_password}")
+            make_exchange(site)
+            add_learners(site, passwords)
+            print("each learner's account and first password (give it to them; `passwd NAME` changes it):")
+            for name, password in passwords.items():
+                print(f"  {name} {password}")
+            if HubClient(site, timeout=5).admit(list(passwords)):
+                print(f"the hub at {site.url} lets them in now")
+            else:
+                print("the hub lets them in when it starts (`make hub`)")
+        elif args.action == "start":
+            process = start(site, site.course / "hub" / "jupyterhub_config.py")
+            HubClient(site).wait_up(process)
+            print(f"the class's hub is up at {site.url} (formgrader: {site.url}/services/{site.service}/formgrader); "
+                  "Ctrl-C stops it")
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                process.terminate()
+                return process.wait()
+    except HubError as problem:
+        print(f"lucy hub: {problem}")
         return 2
-    report = run_checkpoint_isolated(args.notebook_dir, execute=not args.no_execute)
-    print(table(report))
-    record = save_record(report, Path(args.notebook_dir), Path(args.records))
-    print(f"\nrecord saved to {record}")
-    if args.json:
-        Path(args.json).write_text(record.read_text())
-    print("READY for Chapter 8: Telegram" if report.ready else "NOT READY for Chapter 8: fix the rows marked FAIL")
-    return 0 if report.ready else 1
+    return 0
 
 
 def _demo(args) -> int:
@@ -475,7 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="ratios from one run: rows, autograde, class grading, the class report, the queue, the make loop")
     p.add_argument("notebook_dir", nargs="?", default="source")
     # bench.SECTIONS, written out: importing the bench would slow every lucy command (tests/test_bench.py).
-    p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "report", "queue", "loop"), help="run only these parts")
+    p.add_argument("--only", nargs="*", choices=("rows", "autograde", "class", "report", "queue", "loop", "hub"),
+                   help="run only these parts")
+    p.add_argument("--hub-learners", type=int, default=30, help="learner accounts in the class on JupyterHub (hub part)")
     p.add_argument("--submissions", type=int, default=8, help="class size for the parallel grading ratio")
     p.add_argument("--items", type=int, default=200, help="items through the queue")
     p.add_argument("--learners", type=int, default=300, help="class size for the report part (synthesised)")
@@ -539,6 +578,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--records", default="checkpoints/records", help="where the saved record goes")
     p.add_argument("--no-execute", action="store_true", help="skip running the notebooks top to bottom")
     p.set_defaults(func=_checkpoint)
+    p = sub.add_parser("hub", help="the class on JupyterHub (as root): setup, add-learner NAME..., start")
+    p.add_argument("action", choices=["setup", "add-learner", "start"])
+    p.add_argument("names", nargs="*", help="add-learner: the learners' account names")
+    p.set_defaults(func=_hub)
     p = sub.add_parser("demo", help="release, then verify the grader")
     p.add_argument("--json")
     p.set_defaults(func=_demo)

@@ -37,6 +37,11 @@ if row is None:
 return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
 
 _DELIVER_PESSIMISTIC = '''with store.transaction() as tx:
+    for old in tx.execute("SELECT report_id, first_sent_at FROM report WHERE delivery = 'pending' "
+                          "AND first_sent_at IS NOT NULL").fetchall():
+        if not policy.key_remembered(old[1]):  # its key may be forgotten: never on the wire again
+            tx.execute("UPDATE report SET delivery = 'needs_person' WHERE report_id = ? AND delivery = 'pending'",
+                       (old[0],))
     row = tx.execute(
         "UPDATE report SET delivery = 'unknown', attempts = attempts + 1, "
         "first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = "
@@ -57,8 +62,9 @@ else:
     due = policy.next_due(row["attempts"], outcome)
     state, disposition = ("failed", Disposition.FAILED) if due is None else ("pending", Disposition.REFUSED)
 with store.transaction() as tx:
-    tx.execute("UPDATE report SET delivery = ?, receipt = ?, due_at = ? WHERE report_id = ? AND delivery = 'unknown'",
-               (state, receipt, due or 0, row["report_id"]))
+    if tx.execute("UPDATE report SET delivery = ?, receipt = ?, due_at = ? WHERE report_id = ? AND delivery = 'unknown'",
+                  (state, receipt, due or 0, row["report_id"])).rowcount == 0:
+        raise RuntimeError("someone settled this report while it was on the wire")
 return disposition'''
 
 ADMITTED_AT = "    admitted_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0)\n);"
@@ -264,32 +270,35 @@ _REPORT_INSERTED = """            (report.report_id, report.work_id, report.gene
 """
 
 _DELIVER_BY_SCHEDULE = '''with store.transaction() as tx:
-    row = tx.execute(
-        "SELECT r.report_id, r.session_id, r.body, s.tries FROM report r JOIN schedule s USING (report_id) "
-        "WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid LIMIT 1", (policy.now(),)).fetchone()
-    if row is None:
+    for row in tx.execute(
+            "SELECT r.report_id, r.session_id, r.body, s.tries, r.first_sent_at FROM report r JOIN schedule s "
+            "USING (report_id) WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid",
+            (policy.now(),)).fetchall():
+        if row["first_sent_at"] is None or policy.key_remembered(row["first_sent_at"]):
+            break
+        tx.execute("UPDATE report SET delivery = 'needs_person' WHERE report_id = ?", (row["report_id"],))
+    else:
         return Disposition.NOTHING_TO_SEND
     tx.execute("UPDATE report SET delivery = 'sending', first_sent_at = COALESCE(first_sent_at, ?) "
                "WHERE report_id = ? AND delivery = 'pending'", (policy.now(), row["report_id"]))
     tx.execute("UPDATE schedule SET tries = tries + 1 WHERE report_id = ?", (row["report_id"],))
 report_id, tries = row["report_id"], row["tries"] + 1
 outcome = transport.send(OutgoingReport(report_id, row["session_id"], row["body"], idempotency_key=policy.key(report_id)))
-with store.transaction() as tx:
+with store.transaction() as tx:  # a raise below rolls the schedule back with the rest
     if isinstance(outcome, Receipt):
-        tx.execute("UPDATE report SET delivery = 'confirmed', receipt = ? WHERE report_id = ? AND delivery = 'sending'",
-                   (outcome.remote_id, report_id))
-        return Disposition.CONFIRMED
-    if isinstance(outcome, Refused):
+        state, receipt, disposition = "confirmed", outcome.remote_id, Disposition.CONFIRMED
+    elif isinstance(outcome, Refused):
         due = policy.next_due(tries, outcome)
-        if due is None:
-            tx.execute("UPDATE report SET delivery = 'failed' WHERE report_id = ? AND delivery = 'sending'",
-                       (report_id,))
-            return Disposition.FAILED
-        tx.execute("UPDATE report SET delivery = 'pending' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
-        tx.execute("UPDATE schedule SET due = ? WHERE report_id = ?", (due, report_id))
-        return Disposition.REFUSED
-    tx.execute("UPDATE report SET delivery = 'unknown' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
-return Disposition.UNKNOWN'''
+        state, receipt, disposition = ("failed", None, Disposition.FAILED) if due is None else (
+            "pending", None, Disposition.REFUSED)
+        if due is not None:
+            tx.execute("UPDATE schedule SET due = ? WHERE report_id = ?", (due, report_id))
+    else:
+        state, receipt, disposition = "unknown", None, Disposition.UNKNOWN
+    if not tx.execute("UPDATE report SET delivery = ?, receipt = COALESCE(?, receipt) "
+                      "WHERE report_id = ? AND delivery = 'sending'", (state, receipt, report_id)).rowcount:
+        raise WrongState(f"{report_id} was moved while it was on the wire")
+return disposition'''
 
 _FAIL_ATTEMPT_RETURNING = '''with queue.store.transaction() as tx:
     row = tx.execute(

@@ -438,7 +438,7 @@ CASES: tuple[Case, ...] = (
     _case(
         "poison-report", "ch07_unit_b",
         [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\",\n"
-              "            (policy.now(),),",
+              "                (policy.now(),),",
               "\"WHERE delivery = 'pending' ORDER BY rowid LIMIT 1\","),
          Edit("deliver_one", "            due = policy.next_due(row[\"attempts\"] + 1, outcome)\n            if due is None:",
               "            due = policy.now()\n            if due is None:")],
@@ -473,6 +473,23 @@ CASES: tuple[Case, ...] = (
         "service never delivers it.",
         ["idempotency-key-stable"],
         "A key must be unique at the service, not only in your table: put the store's name in front.",
+    ),
+    _case(
+        "delivery-ignores-row-count", "ch07_unit_b",
+        [Edit("deliver_one", "        if moved != 1:\n            raise WrongState(", "        if False:\n            raise WrongState(")],
+        "Answers CONFIRMED after its guarded move changed no row: an operator's reconcile had put the report back "
+        "to pending while it was on the wire, and the caller is told a state the table does not hold.",
+        ["delivery-moved-meanwhile"],
+        "A guarded move is half the rule; the row count is the other half.",
+    ),
+    _case(
+        "delivery-resends-forgotten-key", "ch07_unit_b",
+        [Edit("deliver_one", "if row[\"first_sent_at\"] is None or policy.key_remembered(row[\"first_sent_at\"]):",
+              "if True:")],
+        "Sends a report again after the service's key retention: a report reconciled back to pending that met a "
+        "429 goes out when its key no longer protects it, and may be a second message.",
+        ["delivery-key-forgotten"],
+        "A key protects a retry only while the service remembers it; past that, a person decides.",
     ),
     _case(
         "requeue-ignores-row-count", "ch07_unit_b",

@@ -242,10 +242,10 @@ def _calls_shown(observed: dict[str, Any]) -> str | None:
 
 
 KEYS: dict[str, Key] = {key.block: key for key in (
-    Key("0-10 restart", _restart_shown, _restart_said),
-    Key("10-25 schema", _schema_shown, _schema_said),
-    Key("25-40 admission", _admission_shown, _admission_said),
-    Key("55-75 loop and report", _calls_shown, _calls_said),
+    Key("0-5 restart", _restart_shown, _restart_said),
+    Key("5-15 schema", _schema_shown, _schema_said),
+    Key("15-30 admission", _admission_shown, _admission_said),
+    Key("55-80 loop and report", _calls_shown, _calls_said),
 )}
 """The prompts a short rule can read. Add one here when a prompt's answer is a count or a short list."""
 
@@ -283,22 +283,22 @@ REVEALS: dict[str, tuple[str, ...]] = {
     # Each prediction, by its block, and what shows its answer: patterns (regular expressions,
     # case-insensitive) over what the learner reads, cell by cell: prose, code, and a check whose
     # output answers it. A new prompt gets its patterns here; the test fails while one is missing.
-    "0-10 restart": (r"Nothing survived", r"found after the restart: 0"),
-    "10-25 schema": (r"still there for the next process", r"The row came back"),
-    "25-40 admission": (r"the same occurrence again: store nothing", r"same id, different content: something",
+    "0-5 restart": (r"Nothing survived", r"found after the restart: 0"),
+    "5-15 schema": (r"still there for the next process", r"The row came back"),
+    "15-30 admission": (r"the same occurrence again: store nothing", r"same id, different content: something",
                      r"\|\s*DUPLICATE\s*\|"),
-    "40-55 limits and claim": (r"the third claim (finds|returns|hands out) nothing",),
-    "55-75 loop and report": (r"the model was called once", r"second call (returns|returned|hands back) None"),
-    "75-85 reopen": (r"a fresh process finds `?done`? work and (one|a) `?pending`? report",),
+    "30-55 limits and claim": (r"the third claim (finds|returns|hands out) nothing",),
+    "55-80 loop and report": (r"the model was called once", r"second call (returns|returned|hands back) None"),
+    "80-85 reopen": (r"a fresh process finds `?done`? work and (one|a) `?pending`? report",),
     "85-90 dead worker": (r"refused with `?\"?session limit",),
     "0-10 lost answer": (r"Request 1 never will be", r"request 2 was\s+admitted"),
     "10-15 your finish": (r"request 2 was refused",),
-    "25-45 rollback": (r"\| rollback case \| still `running`",),
-    "45-60 lost reply": (r"reply lost\*\*, then \*\*Deliver one\*\*: the report stays UNKNOWN",
+    "15-30 rollback": (r"\| rollback case \| still `running`",),
+    "30-65 lost reply": (r"reply lost\*\*, then \*\*Deliver one\*\*: the report stays UNKNOWN",
                          r"Never resending an\s+UNKNOWN"),
-    "45-60 poison": (r"check\(\"delivery\"\)", r"r-3-1 left on the third call"),
-    "60-75 transfer": (r"model calls: 2\b",),
-    "75-85 break": (r"The rows failed because the checker",),
+    "30-65 poison": (r"check\(\"delivery\"\)", r"r-3-1 left on the third call"),
+    "65-80 transfer": (r"model calls: 2\b",),
+    "80-85 break": (r"The rows failed because the checker",),
     "further: keys": (r"r-1-1 was accepted once",),
     "further: reconcile": (r"reconcile confirmed: 1",),
     "further: generations": (r"worker_id = 'worker-1' AND generation = 1`, finds work 1 running\s+under worker-2",),

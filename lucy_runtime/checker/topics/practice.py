@@ -338,10 +338,11 @@ def practice_grant_at_most_once(h: Harness) -> str:
 
 @row("practice-grant-error-classes", unit=UNIT, topic="grant",
      covers="Exercise 2: 400, 403 and 422 stop at once; 409 (the first request with this key is still being "
-            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure",
-     hint="201 is GRANTED; 409, 429 and 503 mean come back later: retry with the same key; any other status is "
-          "REFUSED at once; no answer counts as unknown: retry it with the same key, and answer UNKNOWN if you "
-          "give up.")
+            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure, "
+            "and so is giving up after a 409 or a 503, which may have granted the seat; EXHAUSTED only after 429s",
+     hint="A 409, a 5xx or no answer may have granted the seat, so giving up after one of them is UNKNOWN, never "
+          "EXHAUSTED; 429 (and 408, 425) prove nothing was done yet; other 4xx will never work and stop at once. "
+          "Every retry carries the same key.")
 def practice_grant_error_classes(h: Harness) -> str:
     cases = [
         ([SeatScript.BAD_REQUEST], "refused", 1, 0),
@@ -350,6 +351,8 @@ def practice_grant_error_classes(h: Harness) -> str:
         ([SeatScript.IN_PROGRESS, SeatScript.OK], "granted", 2, 1),
         ([SeatScript.THROTTLED, SeatScript.THROTTLED], "granted", 3, 1),
         ([SeatScript.THROTTLED] * 3, "exhausted", 3, 0),
+        ([SeatScript.UNAVAILABLE] * 3, "unknown", 3, 0),
+        ([SeatScript.IN_PROGRESS] * 3, "unknown", 3, 0),
         ([SeatScript.COMMIT_THEN_TIMEOUT] * 3, "unknown", 3, 1),
         ([SeatScript.RESET] * 3, "unknown", 3, 0),
     ]
@@ -363,8 +366,8 @@ def practice_grant_error_classes(h: Harness) -> str:
         if outcome == "refused":
             expect(not slept, f"with {_named(steps)}, grant_seat paused {slept} before giving up on a request that "
                    "can never work")
-    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts and resets left UNKNOWN; "
-            "only throttling exhausted")
+    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts, resets, and giving up "
+            "after 409s or 503s left UNKNOWN; only throttling exhausted")
 
 
 @row("practice-grant-backoff", unit=UNIT, topic="grant",

@@ -194,11 +194,13 @@ CREATE TABLE IF NOT EXISTS work (
     session_id  TEXT NOT NULL,
     text        TEXT NOT NULL,
     state       TEXT NOT NULL DEFAULT 'pending'
-                CHECK (state IN ('pending', 'running', 'done', 'waiting', 'failed')),
+                CHECK (state IN ('pending', 'running', 'done', 'waiting', 'failed', 'needs_person')),
     worker_id   TEXT,
     generation  INTEGER NOT NULL DEFAULT 1,
     attempts    INTEGER NOT NULL DEFAULT 0,
     due_at      REAL NOT NULL DEFAULT 0,
+    error       TEXT,
+    error_at    REAL,
     admitted_at REAL NOT NULL DEFAULT (strftime('%s', 'now'))
 );
 CREATE TABLE IF NOT EXISTS report (
@@ -333,6 +335,12 @@ try:
 except ModelUnavailable as error:
     fail_attempt(queue, assignment, error, policy)
     return None
+except Exception as bug:
+    with queue.store.transaction() as tx:  # kept for a person: what went wrong, and when
+        tx.execute("UPDATE work SET state = 'needs_person', worker_id = NULL, error = ?, error_at = ? "
+                   "WHERE work_id = ? AND state = 'running' AND generation = ? AND worker_id = ?",
+                   (repr(bug), policy.now(), assignment.work_id, assignment.generation, worker_id))
+    raise
 return finish(queue, assignment, answer)'''
 
 ALTERNATIVES: tuple[Case, ...] = (
@@ -422,8 +430,8 @@ ALTERNATIVES: tuple[Case, ...] = (
          "work_once_retrying claims first, and wakes one waiting request (the one due the longest) only when "
          "nothing is pending.", (), ""),
     Case("refusal-lists-open-states", "ch07_unit_a", (
-        Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state IN ('pending', 'running', 'waiting')\")"),
+        Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state IN ('pending', 'running', 'waiting', 'needs_person')\")"),
         Edit("refusal", "WHERE state NOT IN ('done', 'failed') AND session_id = ?",
-             "WHERE session_id = ? AND state IN ('pending', 'running', 'waiting')"),
+             "WHERE session_id = ? AND state IN ('pending', 'running', 'waiting', 'needs_person')"),
     ), "refusal names the states that can still finish instead of the two that cannot.", (), ""),
 )

@@ -13,7 +13,7 @@ from ..kit import (Fail, admit_and_claim, expect, expect_raised, finished, ok, r
 from ...store import Store
 from ...transport import FakeTransport
 from ...work import REPORT_COLUMNS
-from .operator import learner_table
+from .operator import learner_table, move_report
 
 topic("recovery", "B optional part: resolving UNKNOWN with the service's own record")
 topic("generation", "B optional part: a second terminal generation")
@@ -77,17 +77,21 @@ def reconcile_after_retention(h: Harness) -> str:
         def service(script):
             return c.transport(script, idempotent=True, retention=RETENTION)
 
-        seeded(c, old, session, text, marker)
+        old_id = str(seeded(c, old, session, text, marker)["report_id"])
         first = [c.deliver_one(service([Behaviour.LOSE_REPLY]))]  # accepted; the reply is lost
         c.clock.advance(RETENTION * 6)  # the service forgets that key
         seeded(c, new, session, text, marker)
         first.append(c.deliver_one(service([Behaviour.SERVER_ERROR])))  # nothing arrived
         c.clock.advance(RETENTION / 10)
         confirmed = c.reconcile(service([]))
+        between = _report_state(c, old_id)  # before deliver_one, which keeps to the same window, runs again
         after = [c.deliver_one(service([])) for _ in range(2)]
-        return first, confirmed, after
+        return first, confirmed, between, after
 
-    first, confirmed, after = ok(s.run(script), "a lost reply, an hour, a server error, then reconcile")
+    first, confirmed, between, after = ok(s.run(script), "a lost reply, an hour, a server error, then reconcile")
+    expect(between == "needs_person",
+           f"reconcile left the report first sent before the key expired {between!r}: with no receipt and the key "
+           "forgotten, a retry could be a second message, so it waits as 'needs_person'")
     expect(first == ["unknown", "unknown"], f"a lost reply and a 500 were answered {first}, not unknown twice")
     expect(confirmed == 0, f"reconcile confirmed {confirmed} reports; the service remembers no key of either")
     snap = seen(s.observe())
@@ -148,18 +152,6 @@ def idempotency_key_stable(h: Harness) -> str:
            "Put the store's name in front of the report id: idempotency_key=policy.key(report_id).")
     return "every attempt for a report carried the same key, each report its own, and each store its own"
 
-def _move_report(c: Ctx, report_id: str, to: str, leaving: tuple[str, ...]) -> None:
-    """Move a report as reconcile would, along the report diagram, from one of ``leaving`` to ``to``.
-
-    The checker's own hand, from another connection: a reconcile run by an operator beside the learner's code.
-    """
-    table = learner_table(c, REPORT_COLUMNS, "report")
-    marks = ", ".join("?" for _ in leaving)
-    with Store(c.store.path).transaction() as tx:
-        tx.execute(f'UPDATE "{table}" SET delivery = ? WHERE report_id = ? AND delivery IN ({marks})',
-                   (to, report_id, *leaving))
-
-
 def _report_state(c: Ctx, report_id: str) -> str | None:
     table = learner_table(c, REPORT_COLUMNS, "report")
     found = Store(c.store.path).query(f'SELECT delivery FROM "{table}" WHERE report_id = ?', (report_id,))
@@ -181,7 +173,7 @@ def delivery_moved_meanwhile(h: Harness) -> str:
         report_id = str(seeded(c, source, session, text, marker)["report_id"])
 
         def reconcile_meanwhile(outgoing) -> None:  # the service has no receipt yet, so reconcile says pending
-            _move_report(c, str(outgoing.report_id), "pending", ("sending", "unknown"))
+            move_report(c, str(outgoing.report_id), "pending", ("sending", "unknown"))
 
         transport = FakeTransport(c.service([], idempotent=True), before_send=reconcile_meanwhile)
         try:
@@ -229,7 +221,7 @@ def delivery_key_forgotten(h: Harness) -> str:
         report_id = str(seeded(c, source, session, text, marker)["report_id"])
         first = c.deliver_one(service([Behaviour.SERVER_ERROR]))  # nothing arrived, but Lucy cannot know that
         c.clock.advance(60)
-        _move_report(c, report_id, "pending", ("unknown",))  # reconcile found no receipt inside the window
+        move_report(c, report_id, "pending", ("unknown",))  # reconcile found no receipt inside the window
         second = c.deliver_one(service([Behaviour.REFUSE]))  # a 429: due again in 30 seconds or more
         c.clock.advance(RETENTION)  # by the time it is due, the service has forgotten the key
         later = []

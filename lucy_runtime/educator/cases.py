@@ -511,6 +511,15 @@ CASES: tuple[Case, ...] = (
         "Only the service's own record can settle an UNKNOWN.",
     ),
     _case(
+        "model-cap-of-its-own", "ch07_unit_b",
+        [Edit("fail_attempt", "        due = policy.next_due(attempts, error)\n",
+              "        due = policy.next_due(attempts, error) if attempts < 3 else None\n")],
+        "Gives up after three model errors whatever the policy says: a ten-minute outage fails every request "
+        "that arrives in it, and the customers get apologies for an outage the schedule was sized to ride out.",
+        ["model-rides-out-outage"],
+        "The total of the backoff must exceed the outage you mean to ride out; a cap of your own cuts it short.",
+    ),
+    _case(
         "work-stuck-after-model-error", "ch07_unit_b",
         [Edit("work_once_retrying", "        fail_attempt(queue, assignment, error, policy)\n        return None\n",
               "        return None\n")],

@@ -302,7 +302,7 @@ REVEALS: dict[str, tuple[str, ...]] = {
     "further: keys": (r"r-1-1 was accepted once",),
     "further: reconcile": (r"reconcile confirmed: 1",),
     "further: generations": (r"worker_id = 'worker-1' AND generation = 1`, finds work 1 running\s+under worker-2",),
-    "further: model errors": (r"waited out one backoff", r"tried five times \(the policy's cap\)"),
+    "further: model errors": (r"waited out one backoff", r"tried ten times \(the policy's cap\)"),
     "further: retention": (r"the customer has two", r"the report stopped at `needs_person`"),
     "further: bug": (r"The loop ran once", r"loop runs: 1\b"),
     "further: release": (r"The worker's name came back; the generation did not", r"generation 2, so the fence refuses it"),

@@ -128,6 +128,61 @@ def model_fails_for_good(h: Harness) -> str:
             "was free again")
 
 
+OUTAGE = 600.0
+"""The model outage the chapter names: down for ten minutes (seconds of the scenario's clock)."""
+
+
+class OutageLoop:
+    """The checker's loop, behind a model provider that is down until ``until`` on ``clock``."""
+
+    def __init__(self, loop, clock, until: float):
+        self.loop, self.clock, self.until = loop, clock, until
+
+    def run(self, session_id: str, text: str):
+        if self.clock() < self.until:
+            raise ModelUnavailable("503: the model provider is down")
+        return self.loop.run(session_id, text)
+
+
+@row("model-rides-out-outage", unit="B", topic="failure", runs_unit_a=("admit", "refusal", "claim", "finish"),
+     covers="With the policy's defaults, a request that arrives as the model goes down for ten minutes waits the "
+            "outage out and ends done, its answer delivered, with no apology: the schedule outlasts the outage",
+     hint="Give up only when policy.next_due(attempts, error) answers None, counting the attempts on the work row: "
+          "the default schedule waits at least policy.shortest_total_wait() seconds, longer than the outage.")
+def model_rides_out_outage(h: Harness) -> str:
+    s = h.scenario("model-outage")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token(10)
+    polls = int(3 * OUTAGE / 60)
+
+    def script(c: Ctx):
+        c.policy = c.policy_for(c.scenario.namespace, short=False)  # the defaults, as Lucy would run
+        q = c.queue()
+        c.admit(q, source, session, text)
+        loop = OutageLoop(c.loop(marker), c.clock, c.clock() + OUTAGE)
+        for _ in range(polls):  # a worker polling once a minute for half an hour
+            c.work_once_retrying(q, loop, "w1")
+            c.clock.advance(60)
+        return [c.deliver_one(c.transport([])) for _ in range(2)], c.policy.shortest_total_wait()
+
+    answers, patience = ok(s.run(script), f"the model down for {OUTAGE / 60:.0f} minutes, a worker polling once a "
+                                          "minute")
+    snap = seen(s.observe())
+    work = snap.work_for(source)
+    expect(len(work) == 1, f"the request is stored {len(work)} times, not once")
+    expect(work[0]["state"] == "done",
+           f"after a {OUTAGE / 60:.0f}-minute outage the request is {work[0]['state']!r}, not done: the schedule "
+           f"(at least {patience:.0f} s of waiting) should have outlasted it",
+           "Count the attempts on the work row and pass the count to policy.next_due; give up only when it "
+           "answers None, never on a cap of your own.")
+    reports = snap.reports_for(work[0]["work_id"])
+    expect(len(reports) == 1 and marker in str(reports[0]["body"]),
+           f"the request has {len(reports)} reports: one, with the model's answer, and no apology")
+    expect(answers[0] == "confirmed" and len(snap.accepted) == 1,
+           f"delivering the answer gave {answers}: it should go out once, confirmed")
+    return (f"the request waited out a {OUTAGE / 60:.0f}-minute outage (the schedule waits at least "
+            f"{patience:.0f} s), ended done, and its answer was delivered")
+
+
 def judge_failure(snap: Snapshot, source: str, where: str) -> None:
     work = snap.work_for(source)
     state = work[0]["state"] if work else None

@@ -343,6 +343,22 @@ except Exception as bug:
     raise
 return finish(queue, assignment, answer)'''
 
+_STATE_MACHINE_TRIGGERS = """    UNIQUE (work_id, generation)
+);
+CREATE TRIGGER IF NOT EXISTS work_moves_along_the_diagram BEFORE UPDATE OF state ON work
+WHEN OLD.state != NEW.state AND (OLD.state, NEW.state) NOT IN (VALUES
+    ('pending', 'running'), ('running', 'done'), ('running', 'waiting'), ('waiting', 'pending'),
+    ('running', 'failed'), ('running', 'needs_person'), ('needs_person', 'failed'), ('needs_person', 'pending'),
+    ('done', 'pending'), ('running', 'pending'))
+BEGIN SELECT RAISE(ABORT, 'a move the work diagram does not allow'); END;
+CREATE TRIGGER IF NOT EXISTS report_moves_along_the_diagram BEFORE UPDATE OF delivery ON report
+WHEN OLD.delivery != NEW.delivery AND (OLD.delivery, NEW.delivery) NOT IN (VALUES
+    ('pending', 'sending'), ('sending', 'confirmed'), ('sending', 'pending'), ('sending', 'failed'),
+    ('sending', 'unknown'), ('unknown', 'confirmed'), ('unknown', 'pending'), ('unknown', 'needs_person'),
+    ('sending', 'needs_person'), ('pending', 'needs_person'))
+BEGIN SELECT RAISE(ABORT, 'a move the report diagram does not allow'); END;
+"""
+
 ALTERNATIVES: tuple[Case, ...] = (
     Case("report-before-state", "ch07_unit_a", (Edit("finish", None, _REPORT_BEFORE_STATE),),
          "Inserts the report before the fenced move to done, in the same transaction; a refused fence rolls the "
@@ -429,6 +445,17 @@ ALTERNATIVES: tuple[Case, ...] = (
     Case("retry-wakes-when-idle", "ch07_unit_b", (Edit("work_once_retrying", None, _WORK_ONCE_WAKING_ONE),),
          "work_once_retrying claims first, and wakes one waiting request (the one due the longest) only when "
          "nothing is pending.", (), ""),
+    Case("state-machine-triggers", "ch07_unit_a", (
+        Edit("schema", "    UNIQUE (work_id, generation)\n);\n", _STATE_MACHINE_TRIGGERS),
+    ), "Triggers refuse every move of work and of a report that the chapter's diagrams do not draw.", (), ""),
+    Case("work-counter-renamed", "ch07_unit_b", (
+        Edit("schema", "    attempts   INTEGER NOT NULL DEFAULT 0,\n    due_at     REAL NOT NULL DEFAULT 0,\n    error",
+             "    tries      INTEGER NOT NULL DEFAULT 0,\n    due_at     REAL NOT NULL DEFAULT 0,\n    error"),
+        Edit("fail_attempt", "\"SELECT attempts, session_id FROM work \"", "\"SELECT tries AS attempts, session_id FROM work \""),
+        Edit("fail_attempt", "SET state = 'waiting', attempts = ?", "SET state = 'waiting', tries = ?"),
+        Edit("fail_attempt", "SET state = 'failed', attempts = ?", "SET state = 'failed', tries = ?"),
+    ), "The work table counts model attempts in a column named tries, a name the chapter leaves to the learner.",
+       (), ""),
     Case("refusal-lists-open-states", "ch07_unit_a", (
         Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state IN ('pending', 'running', 'waiting', 'needs_person')\")"),
         Edit("refusal", "WHERE state NOT IN ('done', 'failed') AND session_id = ?",

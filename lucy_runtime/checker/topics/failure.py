@@ -67,13 +67,15 @@ def model_recovers(h: Harness) -> str:
     expect(len(reports) == 1 and marker in str(reports[0]["body"]),
            f"the recovered request has {len(reports)} reports; it should have one, with the model's answer")
     expect(later is not None, "work_once_retrying returned None although it finished the request")
-    attempts = whole_number(work[0].get("attempts"))
-    expect(attempts is not None and attempts >= 1,
-           f"the work row's attempts column reads {work[0].get('attempts', 'nothing (no attempts column)')!r}: "
-           "a failed attempt must be recorded on the work",
-           "Keep the schema's attempts column on work and add 1 to it in fail_attempt.")
-    return (f"one model error: the request waited (and kept its place), ran again when due, and ended done with "
-            f"one report; attempts {work[0]['attempts']}")
+    # The counter may have any name (the prose leaves extra columns to the learner); read it only when it is there.
+    # That the attempts are counted shows in behaviour: model-fails-for-good stops at the policy's cap.
+    if "attempts" in work[0]:
+        attempts = whole_number(work[0]["attempts"])
+        expect(attempts is not None and attempts >= 1,
+               f"the work row's attempts column reads {work[0]['attempts']!r}: a failed attempt must be recorded "
+               "on the work", "Add 1 to the work's attempts in fail_attempt.")
+    return ("one model error: the request waited (and kept its place), ran again when due, and ended done with "
+            "one report")
 
 
 @row("model-fails-for-good", unit="B", topic="failure", runs_unit_a=("admit", "refusal", "claim"),

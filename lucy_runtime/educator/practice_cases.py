@@ -67,6 +67,18 @@ PRACTICE_CASES: tuple[Case, ...] = (
         "honest answer is UNKNOWN.",
     ),
     _case(
+        "practice-poison-left-in-flight", UNIT,
+        [Edit("publish_one", "\"UPDATE outbox SET status = 'failed' WHERE status = 'publishing' AND attempts >= ?\"",
+              "\"UPDATE outbox SET status = 'publishing' WHERE status = 'publishing' AND attempts >= ?\""),
+         Edit("publish_one", "\"SELECT row_id, payload FROM outbox WHERE status IN ('pending', 'publishing') ORDER BY rowid LIMIT 1\"",
+              "\"SELECT row_id, payload FROM outbox WHERE status IN ('pending', 'publishing') AND attempts < \" "
+              "+ str(max_attempts) + \" ORDER BY rowid LIMIT 1\"")],
+        "publish_one stops picking a poison row once its attempts are spent, but leaves it 'publishing': it looks "
+        "like a row in flight for ever, and no person is told.",
+        ["practice-publish-no-head-of-line"],
+        "A dead letter needs a state of its own; a row that only stops moving is not set aside.",
+    ),
+    _case(
         "practice-no-jitter", UNIT,
         [Edit("grant_seat", "sleep(rng.uniform(0, min(8.0, 0.1 * 2 ** attempt)))", "sleep(min(8.0, 0.1 * 2 ** attempt))")],
         "grant_seat backs off exponentially with no jitter: clients that failed together retry together.",
@@ -158,6 +170,7 @@ PRACTICE_CASES: tuple[Case, ...] = (
 )
 
 _PUBLISH_RETURNING = '''with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'dead' WHERE status = 'in_flight' AND attempts >= ?", (max_attempts,))
     row = tx.execute(
         "UPDATE outbox SET status = 'in_flight', attempts = attempts + 1 WHERE row_id = "
         "(SELECT row_id FROM outbox WHERE status IN ('pending', 'in_flight') AND attempts < ? ORDER BY rowid LIMIT 1) "

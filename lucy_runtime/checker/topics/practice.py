@@ -245,15 +245,17 @@ def practice_publish_no_head_of_line(h: Harness) -> str:
             outbox_with(c, (poison, f"order {p.token(4)} with a payload the broker refuses"),
                         (behind, f"order {p.token(4)} shipped"))
             refusing = FakeBroker(c.scenario.log, probe=PROBE, rejects=frozenset({poison}))
-            answers = []
+            answers, in_flight = [], None
             for _ in range(8):  # a worker that goes on after each error, as a supervisor would restart it
                 try:
                     answers.append(publish(c, refusing, max_attempts=3))
                 except BrokerRejected:
                     answers.append("rejected")
-            return answers
+                if in_flight is None:  # the state a row is in while it is being published, as this code names it
+                    in_flight = c.store.query("SELECT status FROM outbox WHERE row_id = ?", (poison,))[0]["status"]
+            return answers, in_flight
 
-        answers = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
+        answers, in_flight = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
         snap = look([s])[0]
     tried = snap.publishes_of(poison)
     got = still_there(snap.row(behind), "the outbox row behind the poison row")
@@ -265,6 +267,10 @@ def practice_publish_no_head_of_line(h: Harness) -> str:
     left = still_there(snap.row(poison), "the poison row")
     expect(left["status"] not in ("sent", "pending"), f"the poison row ended {left['status']!r}: "
            "it was never published, and nothing says it was set aside")
+    expect(left["status"] != in_flight,
+           f"the poison row ended {left['status']!r}, the state of a row being published right now: a person "
+           "cannot tell it from one in flight, and nothing will ever move it",
+           "Set a row that has used its attempts aside in a state of its own (a dead letter), where a person sees it.")
     expect(answers[-1] is None, f"the last run answered {answers[-1]!r}, not None: a row is still being picked")
     return (f"the poison row was tried {tried} times and ended {left['status']!r}; the row behind it was "
             "published once")

@@ -9,6 +9,11 @@ with constants of its own:
   The delay grows exponentially, is capped, has jitter (so many reports refused
   together do not all come back in the same second), and is never shorter than the
   ``retry_after`` the service asked for.
+* ``shortest_total_wait()``: the least time the schedule waits, all jitter drawn low, before
+  it gives up. A schedule rides out an outage only when this exceeds it; the defaults ride
+  out the ten-minute model outage the chapter names (10 attempts, waits from 10 s doubling to
+  5 minutes: at least 755 s of waiting, at most 1510 s), and past them the work fails and
+  the customer is told.
 * ``key_remembered(first_sent_at)``: whether the service still remembers the key of a
   report first sent then (``key_retention``); past that window a retry is a new
   message, so ``reconcile`` hands a report without a receipt to a person instead.
@@ -56,9 +61,9 @@ class ManualClock:
 class DeliveryPolicy:
     namespace: str
     """Who owns the reports, as the remote service should know it: a store or bot identity."""
-    max_attempts: int = 5
-    base_delay: float = 2.0
-    max_delay: float = 600.0
+    max_attempts: int = 10
+    base_delay: float = 10.0
+    max_delay: float = 300.0
     key_retention: float | None = None
     """How long the remote service remembers an idempotency key (seconds); ``None``: for ever."""
     clock: Callable[[], float] = field(default=time.time, repr=False)
@@ -103,6 +108,16 @@ class DeliveryPolicy:
             return False
         return self.now() - require_number("first_sent_at", first_sent_at) < self.key_retention
 
+    def ceiling(self, attempts: int) -> float:
+        """The longest wait after ``attempts`` attempts: doubling from ``base_delay``, capped at ``max_delay``."""
+        return min(self.max_delay, self.base_delay * 2 ** (require_int("attempts", attempts, minimum=1) - 1))
+
+    def shortest_total_wait(self) -> float:
+        """The least the schedule waits, in all, before it gives up (every jitter drawn low, no retry_after).
+
+        The outage a worker means to ride out must be shorter than this; past it, fail and tell the customer."""
+        return sum(self.ceiling(n) / 2 for n in range(1, self.max_attempts))
+
     def next_due(self, attempts: int, refusal: Refused | ModelUnavailable) -> float | None:
         """When to try again after ``attempts`` attempts ended in ``refusal``; ``None`` means give up.
 
@@ -114,7 +129,7 @@ class DeliveryPolicy:
             raise InvalidField("refusal", f"expected a Refused or a ModelUnavailable, got {type(refusal).__name__}")
         if not refusal.retryable or attempts >= self.max_attempts:
             return None
-        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempts - 1))
+        ceiling = self.ceiling(attempts)
         delay = ceiling / 2 + ceiling / 2 * float(self.random())  # "equal jitter": between half and all of it
         if refusal.retry_after is not None:
             delay = max(delay, refusal.retry_after)

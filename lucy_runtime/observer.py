@@ -26,7 +26,7 @@ WORK_COLUMNS = ("work_id", "source_id", "session_id", "text", "state")
 REPORT_COLUMNS = ("report_id", "work_id", "generation", "session_id", "body", "delivery")
 """Columns the observer reads from the learner's report table."""
 
-_OPTIONAL_WORK = ("generation", "worker_id", "attempts")
+_OPTIONAL_WORK = ("generation", "worker_id", "attempts", "error", "error_at")
 _OPTIONAL_REPORT = ("receipt",)
 
 

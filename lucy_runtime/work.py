@@ -17,10 +17,13 @@ from .fields import require_int
 from .observer import REPORT_COLUMNS, WORK_COLUMNS
 from .store import StateStore
 
-WORK_STATES = ("pending", "running", "done", "waiting", "failed")
+WORK_STATES = ("pending", "running", "done", "waiting", "failed", "needs_person")
 """work:   pending --claim--> running --finish (the fence: same worker, same generation)--> done
           running --the model failed, attempts left--> waiting --its wait is over--> pending
           running --the model failed, attempts spent--> failed (and an apology report, in the same transaction)
+          running --any other error (a bug), recorded on the row--> needs_person
+          needs_person --an operator fails it (fenced by generation)--> failed (and its apology, in one transaction)
+          needs_person --an operator releases it (next generation)--> pending
 
 Each move is a conditional update on the state it leaves. Unit B adds requeue
 (done --> pending, next generation) and release (running --> pending, next generation:
@@ -104,6 +107,23 @@ class OperatorNumbers:
     unknown_reports: int
     failed_reports: int
     failed_work: int
+    reports_needing_person: int = 0
+    """Reports in ``needs_person``: no receipt, and the service may have forgotten the key."""
+    stuck_sending: int = 0
+    """Reports still ``sending`` although first sent more than ``STUCK_AFTER`` seconds before ``now``."""
+    stuck_running: int = 0
+    """Work still ``running`` although admitted more than ``STUCK_AFTER`` seconds before ``now``."""
+    waiting_work: int = 0
+    """Work ``waiting`` for its next model attempt."""
+    work_needing_person: int = 0
+    """Work held in ``needs_person`` after an error nobody expected (a bug), with the error on its row."""
+
+
+STUCK_AFTER = 900.0
+"""Seconds after which ``operator_numbers`` counts a ``running`` request or a ``sending`` report as stuck.
+
+No healthy request runs for fifteen minutes after it arrived, and no send lasts that long; a
+request that waited out a model outage first may, and shows here once while it runs."""
 
 
 @dataclass(frozen=True)
@@ -123,5 +143,5 @@ class Queue:
 
 
 __all__ = ["AfterError", "Admission", "Assignment", "DELIVERY_STATES", "Disposition", "FenceError", "ModelUnavailable",
-           "OperatorNumbers", "Outcome", "Queue", "Report", "REPORT_COLUMNS", "WORK_COLUMNS", "WORK_STATES",
+           "OperatorNumbers", "Outcome", "Queue", "Report", "REPORT_COLUMNS", "STUCK_AFTER", "WORK_COLUMNS", "WORK_STATES",
            "WrongState"]

@@ -42,15 +42,15 @@ RESTART = {"admitted": 3, "survived": 0}
 
 
 def evidence(prediction: str, **more: dict) -> str:
-    blocks = {"0-10 restart": {"prediction": prediction, "observations": RESTART}, **more}
+    blocks = {"0-5 restart": {"prediction": prediction, "observations": RESTART}, **more}
     return json.dumps({"unit": UNIT, "blocks": blocks})
 
 
 EVIDENCE = {  # cal_n hands in none
     "ada_k": evidence("None of them: the list lived in the memory of the process that died.",
-                      **{"40-55 limits and claim": {"prediction": "Ada thinks the third claim gets nothing."}}),
+                      **{"30-55 limits and claim": {"prediction": "Ada thinks the third claim gets nothing."}}),
     "bea_m": '{"unit": "ch07_unit_a", "blocks": {',  # cut off mid-file
-    "dan_o": json.dumps({"unit": UNIT, "blocks": ["0-10 restart"]}),
+    "dan_o": json.dumps({"unit": UNIT, "blocks": ["0-5 restart"]}),
     "eve_p": evidence("All three are still there, eve_p thinks."),
     "fay_q": evidence("All three are still there, eve_p thinks."),
 }
@@ -126,12 +126,12 @@ def test_missing_and_malformed_evidence_is_counted_and_named(graded):
 
 
 def test_predictions_are_judged_against_what_the_learners_experiment_showed(graded):
-    restart = next(r for r in graded.report.parts[0].predictions if r.prompt.block == "0-10 restart")
+    restart = next(r for r in graded.report.parts[0].predictions if r.prompt.block == "0-5 restart")
     assert (restart.right, restart.wrong, restart.shown) == (1, 2, "none survive")
     assert restart.wrong_groups[0].label == "all survive" and restart.wrong_groups[0].learners == 2
     assert restart.prompt.question.startswith("A process admits all three requests")
     unkeyed = [r for r in graded.report.parts[0].predictions if not r.keyed]
-    claims = next(r for r in unkeyed if r.prompt.block == "40-55 limits and claim")
+    claims = next(r for r in unkeyed if r.prompt.block == "30-55 limits and claim")
     assert claims.predicted == 1 and claims.quotes[0].learners == 1 and claims.no_prediction == 2
 
 

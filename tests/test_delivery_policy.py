@@ -95,3 +95,12 @@ def test_the_key_namespace_is_the_store_s_random_id_and_a_recreated_store_gets_a
 def test_a_policy_for_something_that_is_not_a_store_is_refused():
     with pytest.raises(InvalidField):
         DeliveryPolicy.for_store("lucy.sqlite3")
+
+
+def test_the_default_schedule_outlasts_the_ten_minute_outage_the_chapter_names():
+    p = DeliveryPolicy("store-a", clock=ManualClock(1000.0), random=lambda: 0.0)  # every jitter drawn low
+    waited, attempts = 0.0, 1
+    while (due := p.next_due(attempts, ModelUnavailable())) is not None:
+        waited, attempts = due - 1000.0 + waited, attempts + 1
+    assert waited == p.shortest_total_wait() > 600
+    assert DeliveryPolicy("store-a", max_attempts=5, base_delay=2.0).shortest_total_wait() < 600  # the old schedule

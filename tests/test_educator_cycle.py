@@ -45,7 +45,7 @@ def test_the_evidence_a_learner_saves_beside_the_notebook_is_collected_with_it(t
 
     source = nbformat.read(str(course / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
     nbformat.write(filled(nbformat.read(str(fetched), as_version=4), source), str(fetched))
-    evidence = {"unit": UNIT, "blocks": {"0-10 restart": {"prediction": "none survive"}}}
+    evidence = {"unit": UNIT, "blocks": {"0-5 restart": {"prediction": "none survive"}}}
     (fetched.parent / f"{UNIT}_evidence.json").write_text(json.dumps(evidence))
 
     nbgrader(["submit", str(fetched.parent), *as_learner], cwd=learner)

@@ -37,21 +37,21 @@ def test_every_keyed_prompt_is_asked_by_a_unit_notebook():
     asked = {p.block for unit in ("ch07_unit_a", "ch07_unit_b") for p in prompts(REPO / "release" / unit / f"{unit}.ipynb")}
     assert set(KEYS) <= asked
     first = prompts(REPO / "release" / UNIT / f"{UNIT}.ipynb")[0]
-    assert first.block == "0-10 restart" and first.question.startswith("A process admits all three requests")
+    assert first.block == "0-5 restart" and first.question.startswith("A process admits all three requests")
 
 
 @pytest.mark.parametrize("block, prediction, observations, verdict", [
-    ("0-10 restart", "Nothing: it died with the process", {"admitted": 3, "survived": 0}, "right"),
-    ("0-10 restart", "All three are still in the list", {"admitted": 3, "survived": 0}, "wrong"),
-    ("0-10 restart", "I am not sure", {"admitted": 3, "survived": 0}, "unclear"),
-    ("10-25 schema", "It finds the row, it was committed", {"persisted_sample": [{"work_id": 1}]}, "right"),
-    ("25-40 admission", "ACCEPTED, DUPLICATE, CONFLICT, ACCEPTED",
+    ("0-5 restart", "Nothing: it died with the process", {"admitted": 3, "survived": 0}, "right"),
+    ("0-5 restart", "All three are still in the list", {"admitted": 3, "survived": 0}, "wrong"),
+    ("0-5 restart", "I am not sure", {"admitted": 3, "survived": 0}, "unclear"),
+    ("5-15 schema", "It finds the row, it was committed", {"persisted_sample": [{"work_id": 1}]}, "right"),
+    ("15-30 admission", "ACCEPTED, DUPLICATE, CONFLICT, ACCEPTED",
      {"dispositions": [{"outcome": o} for o in ("accepted", "duplicate", "conflict", "accepted")]}, "right"),
-    ("25-40 admission", "accepted, accepted, conflict, accepted",
+    ("15-30 admission", "accepted, accepted, conflict, accepted",
      {"dispositions": [{"outcome": o} for o in ("accepted", "duplicate", "conflict", "accepted")]}, "wrong"),
-    ("55-75 loop and report", "The model is called once; the second returns None",
+    ("55-80 loop and report", "The model is called once; the second returns None",
      {"trace": [{"step": "model calls", "value": 1}]}, "right"),
-    ("55-75 loop and report", "two model calls", {"trace": [{"step": "model calls", "value": 1}]}, "wrong"),
+    ("55-80 loop and report", "two model calls", {"trace": [{"step": "model calls", "value": 1}]}, "wrong"),
 ])
 def test_a_keyed_prediction_is_judged_against_the_learners_own_observation(tmp_path, block, prediction, observations,
                                                                           verdict):
@@ -63,7 +63,7 @@ def test_a_keyed_prediction_is_judged_against_the_learners_own_observation(tmp_p
 
 @pytest.mark.parametrize("content, status", [
     (None, "missing"), ("{", "malformed: not JSON"), ("[1, 2]", "malformed: no \"blocks\" object"),
-    ('{"blocks": {"0-10 restart": 3}}', "malformed: a block is not an object"), (b"\xff\xfe", "malformed: not UTF-8"),
+    ('{"blocks": {"0-5 restart": 3}}', "malformed: a block is not an object"), (b"\xff\xfe", "malformed: not UTF-8"),
     ('{"blocks": {}}', "ok"),
 ])
 def test_a_missing_or_malformed_evidence_file_is_a_status_never_an_exception(tmp_path, content, status):

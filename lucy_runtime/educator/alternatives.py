@@ -37,6 +37,11 @@ if row is None:
 return Assignment(row["work_id"], row["source_id"], row["session_id"], row["text"], worker_id, row["generation"])'''
 
 _DELIVER_PESSIMISTIC = '''with store.transaction() as tx:
+    for old in tx.execute("SELECT report_id, first_sent_at FROM report WHERE delivery = 'pending' "
+                          "AND first_sent_at IS NOT NULL").fetchall():
+        if not policy.key_remembered(old[1]):  # its key may be forgotten: never on the wire again
+            tx.execute("UPDATE report SET delivery = 'needs_person' WHERE report_id = ? AND delivery = 'pending'",
+                       (old[0],))
     row = tx.execute(
         "UPDATE report SET delivery = 'unknown', attempts = attempts + 1, "
         "first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = "
@@ -57,8 +62,9 @@ else:
     due = policy.next_due(row["attempts"], outcome)
     state, disposition = ("failed", Disposition.FAILED) if due is None else ("pending", Disposition.REFUSED)
 with store.transaction() as tx:
-    tx.execute("UPDATE report SET delivery = ?, receipt = ?, due_at = ? WHERE report_id = ? AND delivery = 'unknown'",
-               (state, receipt, due or 0, row["report_id"]))
+    if tx.execute("UPDATE report SET delivery = ?, receipt = ?, due_at = ? WHERE report_id = ? AND delivery = 'unknown'",
+                  (state, receipt, due or 0, row["report_id"])).rowcount == 0:
+        raise RuntimeError("someone settled this report while it was on the wire")
 return disposition'''
 
 ADMITTED_AT = "    admitted_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0)\n);"
@@ -188,11 +194,13 @@ CREATE TABLE IF NOT EXISTS work (
     session_id  TEXT NOT NULL,
     text        TEXT NOT NULL,
     state       TEXT NOT NULL DEFAULT 'pending'
-                CHECK (state IN ('pending', 'running', 'done', 'waiting', 'failed')),
+                CHECK (state IN ('pending', 'running', 'done', 'waiting', 'failed', 'needs_person')),
     worker_id   TEXT,
     generation  INTEGER NOT NULL DEFAULT 1,
     attempts    INTEGER NOT NULL DEFAULT 0,
     due_at      REAL NOT NULL DEFAULT 0,
+    error       TEXT,
+    error_at    REAL,
     admitted_at REAL NOT NULL DEFAULT (strftime('%s', 'now'))
 );
 CREATE TABLE IF NOT EXISTS report (
@@ -264,32 +272,35 @@ _REPORT_INSERTED = """            (report.report_id, report.work_id, report.gene
 """
 
 _DELIVER_BY_SCHEDULE = '''with store.transaction() as tx:
-    row = tx.execute(
-        "SELECT r.report_id, r.session_id, r.body, s.tries FROM report r JOIN schedule s USING (report_id) "
-        "WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid LIMIT 1", (policy.now(),)).fetchone()
-    if row is None:
+    for row in tx.execute(
+            "SELECT r.report_id, r.session_id, r.body, s.tries, r.first_sent_at FROM report r JOIN schedule s "
+            "USING (report_id) WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid",
+            (policy.now(),)).fetchall():
+        if row["first_sent_at"] is None or policy.key_remembered(row["first_sent_at"]):
+            break
+        tx.execute("UPDATE report SET delivery = 'needs_person' WHERE report_id = ?", (row["report_id"],))
+    else:
         return Disposition.NOTHING_TO_SEND
     tx.execute("UPDATE report SET delivery = 'sending', first_sent_at = COALESCE(first_sent_at, ?) "
                "WHERE report_id = ? AND delivery = 'pending'", (policy.now(), row["report_id"]))
     tx.execute("UPDATE schedule SET tries = tries + 1 WHERE report_id = ?", (row["report_id"],))
 report_id, tries = row["report_id"], row["tries"] + 1
 outcome = transport.send(OutgoingReport(report_id, row["session_id"], row["body"], idempotency_key=policy.key(report_id)))
-with store.transaction() as tx:
+with store.transaction() as tx:  # a raise below rolls the schedule back with the rest
     if isinstance(outcome, Receipt):
-        tx.execute("UPDATE report SET delivery = 'confirmed', receipt = ? WHERE report_id = ? AND delivery = 'sending'",
-                   (outcome.remote_id, report_id))
-        return Disposition.CONFIRMED
-    if isinstance(outcome, Refused):
+        state, receipt, disposition = "confirmed", outcome.remote_id, Disposition.CONFIRMED
+    elif isinstance(outcome, Refused):
         due = policy.next_due(tries, outcome)
-        if due is None:
-            tx.execute("UPDATE report SET delivery = 'failed' WHERE report_id = ? AND delivery = 'sending'",
-                       (report_id,))
-            return Disposition.FAILED
-        tx.execute("UPDATE report SET delivery = 'pending' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
-        tx.execute("UPDATE schedule SET due = ? WHERE report_id = ?", (due, report_id))
-        return Disposition.REFUSED
-    tx.execute("UPDATE report SET delivery = 'unknown' WHERE report_id = ? AND delivery = 'sending'", (report_id,))
-return Disposition.UNKNOWN'''
+        state, receipt, disposition = ("failed", None, Disposition.FAILED) if due is None else (
+            "pending", None, Disposition.REFUSED)
+        if due is not None:
+            tx.execute("UPDATE schedule SET due = ? WHERE report_id = ?", (due, report_id))
+    else:
+        state, receipt, disposition = "unknown", None, Disposition.UNKNOWN
+    if not tx.execute("UPDATE report SET delivery = ?, receipt = COALESCE(?, receipt) "
+                      "WHERE report_id = ? AND delivery = 'sending'", (state, receipt, report_id)).rowcount:
+        raise WrongState(f"{report_id} was moved while it was on the wire")
+return disposition'''
 
 _FAIL_ATTEMPT_RETURNING = '''with queue.store.transaction() as tx:
     row = tx.execute(
@@ -324,7 +335,29 @@ try:
 except ModelUnavailable as error:
     fail_attempt(queue, assignment, error, policy)
     return None
+except Exception as bug:
+    with queue.store.transaction() as tx:  # kept for a person: what went wrong, and when
+        tx.execute("UPDATE work SET state = 'needs_person', worker_id = NULL, error = ?, error_at = ? "
+                   "WHERE work_id = ? AND state = 'running' AND generation = ? AND worker_id = ?",
+                   (repr(bug), policy.now(), assignment.work_id, assignment.generation, worker_id))
+    raise
 return finish(queue, assignment, answer)'''
+
+_STATE_MACHINE_TRIGGERS = """    UNIQUE (work_id, generation)
+);
+CREATE TRIGGER IF NOT EXISTS work_moves_along_the_diagram BEFORE UPDATE OF state ON work
+WHEN OLD.state != NEW.state AND (OLD.state, NEW.state) NOT IN (VALUES
+    ('pending', 'running'), ('running', 'done'), ('running', 'waiting'), ('waiting', 'pending'),
+    ('running', 'failed'), ('running', 'needs_person'), ('needs_person', 'failed'), ('needs_person', 'pending'),
+    ('done', 'pending'), ('running', 'pending'))
+BEGIN SELECT RAISE(ABORT, 'a move the work diagram does not allow'); END;
+CREATE TRIGGER IF NOT EXISTS report_moves_along_the_diagram BEFORE UPDATE OF delivery ON report
+WHEN OLD.delivery != NEW.delivery AND (OLD.delivery, NEW.delivery) NOT IN (VALUES
+    ('pending', 'sending'), ('sending', 'confirmed'), ('sending', 'pending'), ('sending', 'failed'),
+    ('sending', 'unknown'), ('unknown', 'confirmed'), ('unknown', 'pending'), ('unknown', 'needs_person'),
+    ('sending', 'needs_person'), ('pending', 'needs_person'))
+BEGIN SELECT RAISE(ABORT, 'a move the report diagram does not allow'); END;
+"""
 
 ALTERNATIVES: tuple[Case, ...] = (
     Case("report-before-state", "ch07_unit_a", (Edit("finish", None, _REPORT_BEFORE_STATE),),
@@ -412,9 +445,20 @@ ALTERNATIVES: tuple[Case, ...] = (
     Case("retry-wakes-when-idle", "ch07_unit_b", (Edit("work_once_retrying", None, _WORK_ONCE_WAKING_ONE),),
          "work_once_retrying claims first, and wakes one waiting request (the one due the longest) only when "
          "nothing is pending.", (), ""),
+    Case("state-machine-triggers", "ch07_unit_a", (
+        Edit("schema", "    UNIQUE (work_id, generation)\n);\n", _STATE_MACHINE_TRIGGERS),
+    ), "Triggers refuse every move of work and of a report that the chapter's diagrams do not draw.", (), ""),
+    Case("work-counter-renamed", "ch07_unit_b", (
+        Edit("schema", "    attempts   INTEGER NOT NULL DEFAULT 0,\n    due_at     REAL NOT NULL DEFAULT 0,\n    error",
+             "    tries      INTEGER NOT NULL DEFAULT 0,\n    due_at     REAL NOT NULL DEFAULT 0,\n    error"),
+        Edit("fail_attempt", "\"SELECT attempts, session_id FROM work \"", "\"SELECT tries AS attempts, session_id FROM work \""),
+        Edit("fail_attempt", "SET state = 'waiting', attempts = ?", "SET state = 'waiting', tries = ?"),
+        Edit("fail_attempt", "SET state = 'failed', attempts = ?", "SET state = 'failed', tries = ?"),
+    ), "The work table counts model attempts in a column named tries, a name the chapter leaves to the learner.",
+       (), ""),
     Case("refusal-lists-open-states", "ch07_unit_a", (
-        Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state IN ('pending', 'running', 'waiting')\")"),
+        Edit("refusal", "WHERE state NOT IN ('done', 'failed')\")", "WHERE state IN ('pending', 'running', 'waiting', 'needs_person')\")"),
         Edit("refusal", "WHERE state NOT IN ('done', 'failed') AND session_id = ?",
-             "WHERE session_id = ? AND state IN ('pending', 'running', 'waiting')"),
+             "WHERE session_id = ? AND state IN ('pending', 'running', 'waiting', 'needs_person')"),
     ), "refusal names the states that can still finish instead of the two that cannot.", (), ""),
 )

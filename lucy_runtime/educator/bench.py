@@ -275,7 +275,7 @@ def _synthesised_learner(gb, unit: str, student: str, failing: frozenset[str], a
     (folder / "submitted" / student / unit).mkdir(parents=True, exist_ok=True)
     said = "None survive: the list died with the process." if len(failing) % 2 else "All three are still there."
     (folder / "submitted" / student / unit / f"{unit}_evidence.json").write_text(json.dumps(
-        {"unit": unit, "blocks": {"0-10 restart": {"prediction": said, "observations": {"admitted": 3, "survived": 0}}}}))
+        {"unit": unit, "blocks": {"0-5 restart": {"prediction": said, "observations": {"admitted": 3, "survived": 0}}}}))
 
 
 def bench_report(workdir: Path, learners: int, submission_seconds: float | None) -> ReportBench:

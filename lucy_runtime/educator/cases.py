@@ -438,7 +438,7 @@ CASES: tuple[Case, ...] = (
     _case(
         "poison-report", "ch07_unit_b",
         [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\",\n"
-              "            (policy.now(),),",
+              "                (policy.now(),),",
               "\"WHERE delivery = 'pending' ORDER BY rowid LIMIT 1\","),
          Edit("deliver_one", "            due = policy.next_due(row[\"attempts\"] + 1, outcome)\n            if due is None:",
               "            due = policy.now()\n            if due is None:")],
@@ -475,6 +475,23 @@ CASES: tuple[Case, ...] = (
         "A key must be unique at the service, not only in your table: put the store's name in front.",
     ),
     _case(
+        "delivery-ignores-row-count", "ch07_unit_b",
+        [Edit("deliver_one", "        if moved != 1:\n            raise WrongState(", "        if False:\n            raise WrongState(")],
+        "Answers CONFIRMED after its guarded move changed no row: an operator's reconcile had put the report back "
+        "to pending while it was on the wire, and the caller is told a state the table does not hold.",
+        ["delivery-moved-meanwhile"],
+        "A guarded move is half the rule; the row count is the other half.",
+    ),
+    _case(
+        "delivery-resends-forgotten-key", "ch07_unit_b",
+        [Edit("deliver_one", "if row[\"first_sent_at\"] is None or policy.key_remembered(row[\"first_sent_at\"]):",
+              "if True:")],
+        "Sends a report again after the service's key retention: a report reconciled back to pending that met a "
+        "429 goes out when its key no longer protects it, and may be a second message.",
+        ["delivery-key-forgotten"],
+        "A key protects a retry only while the service remembers it; past that, a person decides.",
+    ),
+    _case(
         "requeue-ignores-row-count", "ch07_unit_b",
         [Edit("requeue", "    if changed != 1:\n        raise LookupError(f\"work {work_id!r} is not done, so it cannot run again\")\n",
               "")],
@@ -492,6 +509,15 @@ CASES: tuple[Case, ...] = (
         "'Reconciles' by putting every UNKNOWN back to pending: the resend policy under another name.",
         ["reconcile-unknown"],
         "Only the service's own record can settle an UNKNOWN.",
+    ),
+    _case(
+        "model-cap-of-its-own", "ch07_unit_b",
+        [Edit("fail_attempt", "        due = policy.next_due(attempts, error)\n",
+              "        due = policy.next_due(attempts, error) if attempts < 3 else None\n")],
+        "Gives up after three model errors whatever the policy says: a ten-minute outage fails every request "
+        "that arrives in it, and the customers get apologies for an outage the schedule was sized to ride out.",
+        ["model-rides-out-outage"],
+        "The total of the backoff must exceed the outage you mean to ride out; a cap of your own cuts it short.",
     ),
     _case(
         "work-stuck-after-model-error", "ch07_unit_b",
@@ -534,6 +560,48 @@ CASES: tuple[Case, ...] = (
         "A place is for work that can still finish. Failed work never will.",
     ),
     _case(
+        "bug-left-running", "ch07_unit_b",
+        [Edit("work_once_retrying", "    except Exception as error:  # a bug:", "    except ZeroDivisionError as error:  # a bug:")],
+        "Lets a bug leave work_once_retrying and records nothing: the request stays running for ever, holding its "
+        "chat's place, and no number moves.",
+        ["bug-held"],
+        "An error a person cannot find is an error nobody fixes: keep it on the row, in a state someone counts.",
+    ),
+    _case(
+        "bug-swallowed", "ch07_unit_b",
+        [Edit("work_once_retrying", "            )\n        raise\n", "            )\n        return None\n")],
+        "Records the bug and holds the work, but swallows the error: the worker's log never shows it.",
+        ["bug-held"],
+        "Recording an error is not handling it: let it leave as well.",
+    ),
+    _case(
+        "bug-retried-as-outage", "ch07_unit_b",
+        [Edit("work_once_retrying", "    except ModelUnavailable as error:\n        fail_attempt(queue, assignment, error, policy)",
+              "    except Exception as error:\n        fail_attempt(queue, assignment, ModelUnavailable(str(error)), policy)")],
+        "Treats a bug as a model outage: the request is retried up to the cap, the loop fails the same way every "
+        "time, and the bug hides in a backoff until the work fails.",
+        ["bug-held"],
+        "A retry helps only what can change by itself; a bug cannot.",
+    ),
+    _case(
+        "fail-held-unfenced", "ch07_unit_b",
+        [Edit("fail_held", "WHERE work_id = ? AND state = 'needs_person' AND generation = ?\",\n                         (work_id, generation)).fetchone()",
+              "WHERE work_id = ? AND state = 'needs_person'\",\n                         (work_id,)).fetchone()"),
+         Edit("fail_held", "WHERE work_id = ? AND state = 'needs_person' AND generation = ?\",\n                   (work_id, generation))",
+              "WHERE work_id = ? AND state = 'needs_person'\",\n                   (work_id,))")],
+        "Fails held work whatever generation the operator read: a person acting on an old look fails work that was "
+        "released and held again meanwhile.",
+        ["held-failed-with-apology"],
+        "An operator's action is a move like any other: fence it on what the person saw.",
+    ),
+    _case(
+        "fail-held-without-apology", "ch07_unit_b",
+        [Edit("fail_held", "        tx.execute(\n            \"INSERT INTO report", "        0 and tx.execute(\n            \"INSERT INTO report")],
+        "Fails held work without its apology: the customer is never told.",
+        ["held-failed-with-apology"],
+        "A failed request still owes its customer a word, in the same transaction.",
+    ),
+    _case(
         "release-keeps-generation", "ch07_unit_b",
         [Edit("release", "generation = generation + 1 ", "generation = generation ")],
         "Releases running work under the same generation: when the same worker name claims it again, the first "
@@ -547,6 +615,24 @@ CASES: tuple[Case, ...] = (
         "Measures the newest pending request's wait: a queue where one request has waited an hour looks fresh.",
         ["operator-numbers"],
         "The number to watch is the longest wait, the customer who has waited most.",
+    ),
+    _case(
+        "operator-counts-only-ends", "ch07_unit_b",
+        [Edit("operator_numbers", "return OperatorNumbers(0.0 if oldest is None else now - oldest, **{name: counts[name] for name in counts.keys()})",
+              "return OperatorNumbers(0.0 if oldest is None else now - oldest, counts[\"unknown_reports\"], "
+              "counts[\"failed_reports\"], counts[\"failed_work\"])")],
+        "Counts UNKNOWN and failed rows only: a report a dead sender left 'sending', a report or a request "
+        "waiting for a person, a request stuck 'running' and waiting work move no number.",
+        ["operator-sees-every-stuck-state"],
+        "A stuck state nobody counts is as silent as a lost answer.",
+    ),
+    _case(
+        "operator-stuck-at-once", "ch07_unit_b",
+        [Edit("operator_numbers", "(now - STUCK_AFTER, now - STUCK_AFTER)", "(now, now)")],
+        "Counts every report on the wire and every running request as stuck, however young: the number cries "
+        "wolf on every send.",
+        ["operator-sees-every-stuck-state"],
+        "A stuck count needs a bound, stated, that no healthy request reaches.",
     ),
     _case(
         "reconcile-resends-after-retention", "ch07_unit_b",

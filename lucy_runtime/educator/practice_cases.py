@@ -28,15 +28,14 @@ PRACTICE_CASES: tuple[Case, ...] = (
     ),
     _case(
         "practice-409-is-a-failure", UNIT,
-        [Edit("grant_seat", "answer.status not in (409, 429, 503)", "answer.status not in (429, 503)")],
+        [Edit("grant_seat", "answer.status == 409 or answer.status >= 500", "answer.status >= 500")],
         "grant_seat refuses on 409, although 409 says the first request with this key is still being processed.",
         ["practice-grant-error-classes"],
         "A 409 for your own key is \"not yet\": come back later with the same key, as after a 429.",
     ),
     _case(
         "practice-409-is-the-same-seat", UNIT,
-        [Edit("grant_seat", "elif answer.status == 201:", "elif answer.status in (201, 409):"),
-         Edit("grant_seat", "answer.status not in (409, 429, 503)", "answer.status not in (429, 503)")],
+        [Edit("grant_seat", "elif answer.status == 201:", "elif answer.status in (201, 409):")],
         "grant_seat takes a 409 for a seat granted earlier, and answers GRANTED with no seat while the first "
         "request is still being processed.",
         ["practice-grant-error-classes"],
@@ -45,18 +44,39 @@ PRACTICE_CASES: tuple[Case, ...] = (
     ),
     _case(
         "practice-retry-everything", UNIT,
-        [Edit("grant_seat", "elif answer.status not in (409, 429, 503):", "elif False:")],
+        [Edit("grant_seat", "elif answer.status not in (408, 425, 429):", "elif False:")],
         "grant_seat retries 400 and 403 as if they were temporary.",
         ["practice-grant-error-classes"],
         "A request that can never work only gets slower with retries: tell the error classes apart.",
     ),
     _case(
         "practice-timeout-is-failure", UNIT,
-        [Edit("grant_seat", "            unanswered = True\n",
+        [Edit("grant_seat", "            in_doubt = True\n",
               "            return GrantResult(SeatOutcome.REFUSED, None, attempt)\n")],
         "grant_seat treats a timeout as a refusal and stops: the seat the service granted is never reported.",
         ["practice-grant-error-classes"],
         "No answer is not 'no'. A timeout after the service committed is a success nobody heard about.",
+    ),
+    _case(
+        "practice-503-exhausted", UNIT,
+        [Edit("grant_seat", "            in_doubt = True  # still being processed, or failed after it may have committed\n",
+              "            pass\n")],
+        "grant_seat answers EXHAUSTED after 409s or 503s, although the seat may have been granted behind them.",
+        ["practice-grant-error-classes"],
+        "EXHAUSTED says nothing was done. Only answers that prove it (429) allow it; after a 409 or a 5xx the "
+        "honest answer is UNKNOWN.",
+    ),
+    _case(
+        "practice-poison-left-in-flight", UNIT,
+        [Edit("publish_one", "\"UPDATE outbox SET status = 'failed' WHERE status = 'publishing' AND attempts >= ?\"",
+              "\"UPDATE outbox SET status = 'publishing' WHERE status = 'publishing' AND attempts >= ?\""),
+         Edit("publish_one", "\"SELECT row_id, payload FROM outbox WHERE status IN ('pending', 'publishing') ORDER BY rowid LIMIT 1\"",
+              "\"SELECT row_id, payload FROM outbox WHERE status IN ('pending', 'publishing') AND attempts < \" "
+              "+ str(max_attempts) + \" ORDER BY rowid LIMIT 1\"")],
+        "publish_one stops picking a poison row once its attempts are spent, but leaves it 'publishing': it looks "
+        "like a row in flight for ever, and no person is told.",
+        ["practice-publish-no-head-of-line"],
+        "A dead letter needs a state of its own; a row that only stops moving is not set aside.",
     ),
     _case(
         "practice-no-jitter", UNIT,
@@ -150,6 +170,7 @@ PRACTICE_CASES: tuple[Case, ...] = (
 )
 
 _PUBLISH_RETURNING = '''with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'dead' WHERE status = 'in_flight' AND attempts >= ?", (max_attempts,))
     row = tx.execute(
         "UPDATE outbox SET status = 'in_flight', attempts = attempts + 1 WHERE row_id = "
         "(SELECT row_id FROM outbox WHERE status IN ('pending', 'in_flight') AND attempts < ? ORDER BY rowid LIMIT 1) "
@@ -162,7 +183,7 @@ with store.transaction() as tx:
     tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'in_flight'", (row[0],))
 return ack'''
 
-_GRANT_EQUAL_JITTER = '''retry_later, done = {409, 429, 503}, {201}
+_GRANT_EQUAL_JITTER = '''retry_later, done = {408, 409, 425, 429, 500, 502, 503, 504}, {201}
 heard_nothing = False
 for attempt in range(max_attempts):
     if attempt:
@@ -173,7 +194,7 @@ for attempt in range(max_attempts):
         return GrantResult(SeatOutcome.GRANTED, answer.seat_id, attempt + 1)
     if isinstance(answer, Answered) and answer.status not in retry_later:
         return GrantResult(SeatOutcome.REFUSED, None, attempt + 1)
-    heard_nothing = heard_nothing or isinstance(answer, NoAnswer)
+    heard_nothing = heard_nothing or isinstance(answer, NoAnswer) or answer.status == 409 or answer.status >= 500
 return GrantResult(SeatOutcome.UNKNOWN if heard_nothing else SeatOutcome.EXHAUSTED, None, max_attempts)'''
 
 PRACTICE_ALTERNATIVES: tuple[Case, ...] = (

@@ -44,7 +44,10 @@ OPTIONAL_PART = "## Optional part"
 
 OPTIONAL_ROWS = frozenset({"model-recovers", "model-fails-for-good", "model-failure-atomic", "reconcile-unknown",
                            "reconcile-after-retention", "idempotency-key-stable", "second-generation",
-                           "stale-finish-refused", "release-fenced", "crash-sweep", "model-based", "operator-numbers"})
+                           "stale-finish-refused", "release-fenced", "crash-sweep", "model-based", "operator-numbers",
+                           "delivery-key-forgotten", "delivery-moved-meanwhile", "bug-held",
+                           "held-failed-with-apology", "operator-sees-every-stuck-state",
+                           "model-rides-out-outage"})
 """The rows graded in Unit B's optional part (a test keeps this in step with the notebook)."""
 
 NOT_REQUIRED = OPTIONAL_ROWS | {"telegram-model-outage"}

@@ -245,15 +245,17 @@ def practice_publish_no_head_of_line(h: Harness) -> str:
             outbox_with(c, (poison, f"order {p.token(4)} with a payload the broker refuses"),
                         (behind, f"order {p.token(4)} shipped"))
             refusing = FakeBroker(c.scenario.log, probe=PROBE, rejects=frozenset({poison}))
-            answers = []
+            answers, in_flight = [], None
             for _ in range(8):  # a worker that goes on after each error, as a supervisor would restart it
                 try:
                     answers.append(publish(c, refusing, max_attempts=3))
                 except BrokerRejected:
                     answers.append("rejected")
-            return answers
+                if in_flight is None:  # the state a row is in while it is being published, as this code names it
+                    in_flight = c.store.query("SELECT status FROM outbox WHERE row_id = ?", (poison,))[0]["status"]
+            return answers, in_flight
 
-        answers = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
+        answers, in_flight = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
         snap = look([s])[0]
     tried = snap.publishes_of(poison)
     got = still_there(snap.row(behind), "the outbox row behind the poison row")
@@ -265,6 +267,10 @@ def practice_publish_no_head_of_line(h: Harness) -> str:
     left = still_there(snap.row(poison), "the poison row")
     expect(left["status"] not in ("sent", "pending"), f"the poison row ended {left['status']!r}: "
            "it was never published, and nothing says it was set aside")
+    expect(left["status"] != in_flight,
+           f"the poison row ended {left['status']!r}, the state of a row being published right now: a person "
+           "cannot tell it from one in flight, and nothing will ever move it",
+           "Set a row that has used its attempts aside in a state of its own (a dead letter), where a person sees it.")
     expect(answers[-1] is None, f"the last run answered {answers[-1]!r}, not None: a row is still being picked")
     return (f"the poison row was tried {tried} times and ended {left['status']!r}; the row behind it was "
             "published once")
@@ -338,10 +344,11 @@ def practice_grant_at_most_once(h: Harness) -> str:
 
 @row("practice-grant-error-classes", unit=UNIT, topic="grant",
      covers="Exercise 2: 400, 403 and 422 stop at once; 409 (the first request with this key is still being "
-            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure",
-     hint="201 is GRANTED; 409, 429 and 503 mean come back later: retry with the same key; any other status is "
-          "REFUSED at once; no answer counts as unknown: retry it with the same key, and answer UNKNOWN if you "
-          "give up.")
+            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure, "
+            "and so is giving up after a 409 or a 503, which may have granted the seat; EXHAUSTED only after 429s",
+     hint="A 409, a 5xx or no answer may have granted the seat, so giving up after one of them is UNKNOWN, never "
+          "EXHAUSTED; 429 (and 408, 425) prove nothing was done yet; other 4xx will never work and stop at once. "
+          "Every retry carries the same key.")
 def practice_grant_error_classes(h: Harness) -> str:
     cases = [
         ([SeatScript.BAD_REQUEST], "refused", 1, 0),
@@ -350,6 +357,8 @@ def practice_grant_error_classes(h: Harness) -> str:
         ([SeatScript.IN_PROGRESS, SeatScript.OK], "granted", 2, 1),
         ([SeatScript.THROTTLED, SeatScript.THROTTLED], "granted", 3, 1),
         ([SeatScript.THROTTLED] * 3, "exhausted", 3, 0),
+        ([SeatScript.UNAVAILABLE] * 3, "unknown", 3, 0),
+        ([SeatScript.IN_PROGRESS] * 3, "unknown", 3, 0),
         ([SeatScript.COMMIT_THEN_TIMEOUT] * 3, "unknown", 3, 1),
         ([SeatScript.RESET] * 3, "unknown", 3, 0),
     ]
@@ -363,8 +372,8 @@ def practice_grant_error_classes(h: Harness) -> str:
         if outcome == "refused":
             expect(not slept, f"with {_named(steps)}, grant_seat paused {slept} before giving up on a request that "
                    "can never work")
-    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts and resets left UNKNOWN; "
-            "only throttling exhausted")
+    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts, resets, and giving up "
+            "after 409s or 503s left UNKNOWN; only throttling exhausted")
 
 
 @row("practice-grant-backoff", unit=UNIT, topic="grant",

@@ -10,6 +10,10 @@ from ..harness import Ctx, Harness
 from ...loop import LoopResult
 from ..kit import (Fail, admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
                    whole_number)
+from ...store import Store
+from ...transport import FakeTransport
+from ...work import REPORT_COLUMNS
+from .operator import learner_table, move_report
 
 topic("recovery", "B optional part: resolving UNKNOWN with the service's own record")
 topic("generation", "B optional part: a second terminal generation")
@@ -73,17 +77,21 @@ def reconcile_after_retention(h: Harness) -> str:
         def service(script):
             return c.transport(script, idempotent=True, retention=RETENTION)
 
-        seeded(c, old, session, text, marker)
+        old_id = str(seeded(c, old, session, text, marker)["report_id"])
         first = [c.deliver_one(service([Behaviour.LOSE_REPLY]))]  # accepted; the reply is lost
         c.clock.advance(RETENTION * 6)  # the service forgets that key
         seeded(c, new, session, text, marker)
         first.append(c.deliver_one(service([Behaviour.SERVER_ERROR])))  # nothing arrived
         c.clock.advance(RETENTION / 10)
         confirmed = c.reconcile(service([]))
+        between = _report_state(c, old_id)  # before deliver_one, which keeps to the same window, runs again
         after = [c.deliver_one(service([])) for _ in range(2)]
-        return first, confirmed, after
+        return first, confirmed, between, after
 
-    first, confirmed, after = ok(s.run(script), "a lost reply, an hour, a server error, then reconcile")
+    first, confirmed, between, after = ok(s.run(script), "a lost reply, an hour, a server error, then reconcile")
+    expect(between == "needs_person",
+           f"reconcile left the report first sent before the key expired {between!r}: with no receipt and the key "
+           "forgotten, a retry could be a second message, so it waits as 'needs_person'")
     expect(first == ["unknown", "unknown"], f"a lost reply and a 500 were answered {first}, not unknown twice")
     expect(confirmed == 0, f"reconcile confirmed {confirmed} reports; the service remembers no key of either")
     snap = seen(s.observe())
@@ -143,6 +151,98 @@ def idempotency_key_stable(h: Harness) -> str:
            f"store's {report_id}: both used the key {first_key!r}",
            "Put the store's name in front of the report id: idempotency_key=policy.key(report_id).")
     return "every attempt for a report carried the same key, each report its own, and each store its own"
+
+def _report_state(c: Ctx, report_id: str) -> str | None:
+    table = learner_table(c, REPORT_COLUMNS, "report")
+    found = Store(c.store.path).query(f'SELECT delivery FROM "{table}" WHERE report_id = ?', (report_id,))
+    return str(found[0]["delivery"]) if found else None
+
+
+@row("delivery-moved-meanwhile", unit="B", topic="recovery",
+     covers="deliver_one checks the row count of its last move: when the report left 'sending' while it was on "
+            "the wire (an operator's reconcile put it back to pending), deliver_one neither stores nor answers "
+            "an outcome it did not record, and the report goes out again under the same key",
+     hint="deliver_one: after the send, check how many rows the guarded move (… AND delivery = 'sending') "
+          "changed. None means someone else moved the report while it was on the wire: raise WrongState and "
+          "leave the row as they left it.")
+def delivery_moved_meanwhile(h: Harness) -> str:
+    s = h.scenario("moved-meanwhile")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        report_id = str(seeded(c, source, session, text, marker)["report_id"])
+
+        def reconcile_meanwhile(outgoing) -> None:  # the service has no receipt yet, so reconcile says pending
+            move_report(c, str(outgoing.report_id), "pending", ("sending", "unknown"))
+
+        transport = FakeTransport(c.service([], idempotent=True), before_send=reconcile_meanwhile)
+        try:
+            first = c.deliver_one(transport)
+        except Exception as error:  # raising is the honest answer; any exception will do
+            first = f"raised {type(error).__name__}"
+        between = _report_state(c, report_id)
+        second = c.deliver_one(c.transport([], idempotent=True))
+        return report_id, first, between, second
+
+    report_id, first, between, second = ok(s.run(script), "a send during which an operator's reconcile put the "
+                                                          "report back to pending, then the next delivery")
+    expect(between == "pending",
+           f"after the send, the report that reconcile had put back to pending was {between!r}: deliver_one "
+           "overwrote another's move", "Guard every move on the state it leaves (… AND delivery = 'sending').")
+    expect(first != "confirmed",
+           f"deliver_one answered {first!r}, but its move to confirmed changed no row: the report is {between!r}",
+           "Check the row count of the last update; when it is 0, raise WrongState instead of returning.")
+    snap = seen(s.observe())
+    expect(second == "confirmed" and len(snap.accepted) == 1,
+           f"the next delivery answered {second!r}, and the service accepted {len(snap.accepted)} messages: the "
+           "retry under the report's own key should have been answered with the first receipt")
+    states = [str(r["delivery"]) for r in snap.reports]
+    expect(states == ["confirmed"], f"the report ends {states}")
+    return f"moved meanwhile: deliver_one answered {first}; the retry under the same key confirmed {report_id} once"
+
+
+@row("delivery-key-forgotten", unit="B", topic="recovery",
+     covers="deliver_one never sends a report again once the service may have forgotten its key: a report "
+            "reconciled back to pending that meets a 429 and is due only after the key's retention goes to a "
+            "person (needs_person), not on the wire",
+     hint="deliver_one: before sending a report that was sent before (first_sent_at is set), ask "
+          "policy.key_remembered(first_sent_at); when it is false, move the report to 'needs_person' and take the "
+          "next one.")
+def delivery_key_forgotten(h: Harness) -> str:
+    s = h.scenario("key-forgotten")
+    source, session, text, marker = h.source_id(), h.session_id(), h.text(), h.token()
+
+    def script(c: Ctx):
+        c.policy = replace(c.policy, key_retention=RETENTION)
+
+        def service(script):
+            return c.transport(script, idempotent=True, retention=RETENTION)
+
+        report_id = str(seeded(c, source, session, text, marker)["report_id"])
+        first = c.deliver_one(service([Behaviour.SERVER_ERROR]))  # nothing arrived, but Lucy cannot know that
+        c.clock.advance(60)
+        move_report(c, report_id, "pending", ("unknown",))  # reconcile found no receipt inside the window
+        second = c.deliver_one(service([Behaviour.REFUSE]))  # a 429: due again in 30 seconds or more
+        c.clock.advance(RETENTION)  # by the time it is due, the service has forgotten the key
+        later = []
+        for _ in range(2):
+            try:
+                later.append(c.deliver_one(service([])))
+            except Exception as error:  # what deliver_one answers is not graded here; what it sends is
+                later.append(f"raised {type(error).__name__}")
+        return first, second, later
+
+    first, second, later = ok(s.run(script), "a 500, reconcile back to pending, a 429, then the wait outlasts the "
+                                             "key's retention")
+    expect([first, second] == ["unknown", "refused"], f"a 500 and a 429 were answered {[first, second]}")
+    snap = seen(s.observe())
+    expect(len(snap.requests) == 2 and not snap.accepted,
+           f"the service saw {len(snap.requests)} requests for one report, and accepted {len(snap.accepted)}: "
+           "after the key expired, a send could be a second copy of the first, unknown one")
+    states = [str(r["delivery"]) for r in snap.reports]
+    expect(states == ["needs_person"], f"the report ends {states}, not 'needs_person' where a person decides")
+    return f"due after its key expired, the report waits for a person (deliver_one answered {later})"
+
 
 @row("second-generation", unit="B", topic="generation", runs_unit_a=("work_once",),
      covers="Second terminal generation legitimately creates r2 → both immutable reports remain attributable "

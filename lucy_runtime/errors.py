@@ -47,6 +47,8 @@ The tree:
     - SandboxUnavailable: the grading sandbox could not be built or did not answer
     - ExchangeSetupFailed: the course's exchange cannot be made as asked (no course folder in it,
       not a login name, no such account)
+  + NamespaceFailed: a run of a row could not get the namespaces or mounts it starts from
+    (also ``OSError``, with the C library's errno)
   + EducatorError: an educator tool could not do its job
     - EditDoesNotApply: a case's edit does not fit the cell it names (also ``ValueError``)
     - BaselineFails: the unmutated reference already fails a row (also ``RuntimeError``)
@@ -275,6 +277,11 @@ class NbgraderFailed(GradingError):
 
 class SandboxUnavailable(GradingError):
     """The sandbox was needed and could not be built or did not answer."""
+
+
+class NamespaceFailed(LucyError, OSError):
+    """unshare or mount failed for a run of a row (``errno`` is the C library's): the run cannot start from
+    nothing, so no learner code runs in it."""
 
 
 class ExchangeSetupFailed(GradingError):

@@ -23,7 +23,7 @@ import struct
 import time
 from typing import Callable, NoReturn
 
-from ..errors import SandboxUnavailable
+from ..errors import NamespaceFailed, SandboxUnavailable
 from . import limits as _limits
 
 _drop_to: tuple[int, int] | None = None
@@ -47,11 +47,11 @@ RUN_FAILED = 70
 
 
 def libc_call(name: str, *args: object) -> None:
-    """Call the C library's ``name`` (unshare, mount, umount2); OSError when it fails."""
+    """Call the C library's ``name`` (unshare, mount, umount2); ``NamespaceFailed`` (an OSError) when it fails."""
     libc = ctypes.CDLL(None, use_errno=True)
     if getattr(libc, name)(*args) != 0:
         error = ctypes.get_errno()
-        raise OSError(error, f"{name}: {os.strerror(error)}")
+        raise NamespaceFailed(error, f"{name}: {os.strerror(error)}")
 
 
 def _mount_tmpfs(target: str, size: int) -> None:

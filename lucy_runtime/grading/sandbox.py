@@ -39,7 +39,6 @@ import functools
 import os
 import pwd
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from pathlib import Path
 from ..errors import SandboxUnavailable
 from ..engine import confine, limits as _limits
 from ..engine.limits import PRLIMIT, Limits
+from .handin import HandinLimits, copy_regular_files
 
 GRADER_USER = "lucy-grader"
 NOBODY = 65534
@@ -268,7 +268,7 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
         work.mkdir()
     else:
         folder = Path(cwd).resolve()
-        copy_handed_in(folder, work)
+        copy_handed_in(folder, work, limits)
     shutil.copyfile(connection_file, connection)
     connection.chmod(0o400)
     hand_to_grader(box, work)
@@ -281,50 +281,16 @@ def kernel_launch(box: Sandbox, kernel_cmd: list[str], *, cwd: str | os.PathLike
                        writable=[str(sockets)] if sockets else [], limits=limits), scratch
 
 
-LEFT_OUT = (".ipynb_checkpoints",)
+LEFT_OUT = frozenset({".ipynb_checkpoints"})
 
 
-def copy_handed_in(source: Path, target: Path) -> list[str]:
-    """Copy the regular files and folders of ``source`` into a new folder ``target``; the names of what
-    was left out. Nothing is followed: a symbolic link, FIFO, socket or device file is not copied, and
-    each file is opened without following a link (a name swapped for one meanwhile is left out too)."""
-    left: list[str] = []
-    top = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        target.mkdir(mode=0o700)
-        _copy_folder(top, target, "", left)
-    finally:
-        os.close(top)
-    return left
-
-
-def _copy_folder(folder: int, target: Path, where: str, left: list[str]) -> None:
-    for entry in sorted(os.listdir(folder)):
-        if entry in LEFT_OUT:
-            continue
-        name = f"{where}{entry}"
-        try:
-            mode = os.stat(entry, dir_fd=folder, follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
-                inner = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
-                try:
-                    (target / entry).mkdir(mode=0o700)
-                    _copy_folder(inner, target / entry, f"{name}/", left)
-                finally:
-                    os.close(inner)
-                os.chmod(target / entry, stat.S_IMODE(mode) | 0o700)
-            elif stat.S_ISREG(mode):
-                handle = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-                with os.fdopen(handle, "rb") as src:
-                    if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
-                        raise OSError(f"{name} is no longer a regular file")
-                    with open(target / entry, "xb") as dst:
-                        shutil.copyfileobj(src, dst)
-                os.chmod(target / entry, stat.S_IMODE(mode) | 0o600)
-            else:
-                left.append(name)
-        except OSError:
-            left.append(name)
+def copy_handed_in(source: Path, target: Path, limits: Limits | None = None) -> list[str]:
+    """Copy the regular files and folders of ``source`` into a new folder ``target`` with the hand-in's
+    own walk (``handin.py``: no link followed, no FIFO, socket or device opened, a name swapped for a link
+    meanwhile left out), within the kernel's working folder (``work_mb``); the names of what was left out."""
+    active = limits or _limits.active()
+    bound = HandinLimits(max_bytes=active.work_mb << 20, max_files=active.submission_files)
+    return [r.path for r in copy_regular_files(source, target, bound, skip=LEFT_OUT)]
 
 
 SOCKET_PATH_MAX = 100

@@ -222,7 +222,8 @@ class BugLoop:
 
     def run(self, session_id: str, text: str):
         self.runs += 1
-        raise KeyError(f"ticker-{self.token}")
+        tickers: dict[str, str] = {}
+        return tickers[f"ticker-{self.token}"]  # the bug: a ticker nobody stored (a KeyError, as bugs raise)
 
 
 def held_by_a_bug(c: Ctx, q, source: str, session: str, text: str, token: str, polls: int = 3) -> tuple[list, int]:

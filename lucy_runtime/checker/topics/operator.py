@@ -141,10 +141,6 @@ GAP = 1.5
 keeps whole seconds still tells the oldest from the newest."""
 
 
-class SenderDied(Exception):
-    """Stands for the sender's death between its ``sending`` commit and the service's answer."""
-
-
 @row("operator-sees-every-stuck-state", unit="B", topic="operator", runs_unit_a=("admit", "claim"),
      covers="Every failure ends in a state a person can see, and operator_numbers counts it: a report left "
             "'sending' by a dead sender, a report waiting for a person, work 'running' past STUCK_AFTER, "

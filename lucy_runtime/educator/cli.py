@@ -415,7 +415,7 @@ def _checkpoint(args) -> int:
 def _hub(args) -> int:
     import secrets
 
-    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start
+    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start, stop
 
     site = Site.from_environment()
     try:
@@ -444,14 +444,17 @@ def _hub(args) -> int:
                 print("the hub lets them in when it starts (`make hub`)")
         elif args.action == "start":
             process = start(site, site.course / "hub" / "jupyterhub_config.py")
-            HubClient(site).wait_up(process)
+            try:
+                HubClient(site).wait_up(process)
+            except HubError:
+                stop(process)  # a hub that did not come up leaves no proxy behind
+                raise
             print(f"the class's hub is up at {site.url} (formgrader: {site.url}/services/{site.service}/formgrader); "
                   "Ctrl-C stops it")
             try:
                 return process.wait()
             except KeyboardInterrupt:
-                process.terminate()
-                return process.wait()
+                return stop(process)
     except HubError as problem:
         print(f"lucy hub: {problem}")
         return 2

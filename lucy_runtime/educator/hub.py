@@ -30,6 +30,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -487,8 +488,25 @@ def start(site: Site, config: Path, log_file=None) -> subprocess.Popen:
     site.hub_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(site.hub_dir, 0o700)
     env = {**os.environ, **site.to_environment()}
+    # A session of its own, so that ``stop`` can end the proxy the hub started even when the hub did not.
     return subprocess.Popen([str(Path(sys.executable).parent / "jupyterhub"), "-f", str(config)],
-                            cwd=site.hub_dir, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None)
+                            cwd=site.hub_dir, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None,
+                            start_new_session=True)
+
+
+def stop(process: subprocess.Popen, within: float = 30) -> int:
+    """Stop a hub that ``start`` started, then whatever of its session outlived it (its proxy); its exit code."""
+    process.terminate()
+    try:
+        code = process.wait(within)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        code = process.wait()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return code
 
 
 class HubClient:
@@ -642,11 +660,7 @@ def scratch_class(repo: Path, names: list[str], prefix: str, log=lambda line: No
                         pass
     finally:
         if process is not None:
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process)
         remove_accounts([*names, site.grader])
         subprocess.run(["groupdel", site.learners_group], capture_output=True)
         shutil.rmtree(top, ignore_errors=True)

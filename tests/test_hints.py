@@ -17,12 +17,32 @@ def result_of(learner, row_id: str):
     return run_rows(learner, [ROWS[row_id]], seed=29).results[0]
 
 
+ROW_COUNT_CHECK = ("        if moved != 1:\n"
+                   "            raise WrongState(f\"report {report_id!r} left 'sending' while it was on the wire; "
+                   "its state is not ours\")\n")
+
+
+def without(cells, *texts: str):
+    """``cells`` with each of ``texts`` taken out of the learner's ``deliver_one``."""
+    def edit(source: str) -> str:
+        for text in texts:
+            source = Edit("deliver_one", text, "").apply(source)
+        return source
+    return [(n, edit(s) if n.endswith(":deliver_one") else s) for n, s in cells]
+
+
 def test_hint_names_the_missing_sending_mark_when_a_crash_leads_to_a_second_send(reference_cells):
-    unmarked = [(n, Edit("deliver_one", SENDING_MARK, "").apply(s) if n.endswith(":deliver_one") else s)
-                for n, s in reference_cells]
-    result = result_of(SourceLearner(unmarked), "delivery-never-confirmed-unsent")
+    result = result_of(SourceLearner(without(reference_cells, SENDING_MARK, ROW_COUNT_CHECK)),
+                       "delivery-never-confirmed-unsent")
     assert not result.passed and "2 times" in result.observation
     assert "Commit 'sending'" in result.hint and "never before the send" not in result.hint
+
+
+def test_hint_names_the_missing_sending_mark_when_the_learners_own_row_count_check_catches_it(reference_cells):
+    """With the row-count check of Unit B's deliver_one, a missing 'sending' mark stops at the first send."""
+    result = result_of(SourceLearner(without(reference_cells, SENDING_MARK)), "delivery-never-confirmed-unsent")
+    assert not result.passed and "raised WrongState" in result.observation
+    assert "Commit 'sending'" in result.hint
 
 
 def test_hint_names_an_unfinished_finish_not_a_refusal_when_broken_finish_stands_in(reference_cells):

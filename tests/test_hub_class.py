@@ -125,11 +125,20 @@ def solution_lines() -> set[str]:
 BEFORE_THE_CLASS: list[str] = []
 
 
-def other_checkouts() -> list[str]:
-    """This repository's developer checkouts on this machine (the one the tests run from, and its git
-    worktrees): not part of a class's server. The course folder the hub serves is in the walk."""
-    listing = subprocess.run(["git", "-C", str(REPO), "worktree", "list", "--porcelain"], capture_output=True, text=True)
-    found = {str(REPO)} | {line.split(" ", 1)[1] for line in listing.stdout.splitlines() if line.startswith("worktree ")}
+def other_checkouts(serving: Path) -> list[str]:
+    """Git checkouts of this course on this machine other than the folder the hub serves: developers'
+    copies (the one the tests run from, its worktrees, a CI clone, another developer's checkout), which a
+    class's server does not have. Each is named when the test fails. The course folder the hub serves is
+    in the walk."""
+    marks = subprocess.run(["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", "-o", "-path", "/dev", "-o",
+                            "-path", "/run", ")", "-prune", "-o", "-name", ".git", "-print", "-prune"],
+                           capture_output=True, text=True).stdout.splitlines()
+    found = {str(REPO)}
+    for mark in marks:
+        folder = Path(mark).parent
+        config = folder / "nbgrader_config.py"
+        if folder != serving and config.is_file() and f'course_id = "{hub.COURSE_ID}"' in config.read_text(errors="replace"):
+            found.add(str(folder))
     # What was in the shared temporary folder before the class was set up (other developers' scratch
     # courses on a shared machine: a class server's /tmp starts empty). What the hub, the grader's
     # commands and the sandbox leave there while the class runs is in the walk.
@@ -152,7 +161,7 @@ def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
     planted.chmod(0o755)
     (planted / "copied_answer.py").write_text(sorted(lines)[0] + "\n")
     (planted / "copied_answer.py").chmod(0o644)
-    prune = ["/proc", "/sys", "/dev", "/run", str(patterns), *other_checkouts()]
+    prune = ["/proc", "/sys", "/dev", "/run", str(patterns), *other_checkouts(site.course)]
     pruned = [arg for path in prune for arg in ("-path", path, "-o")][:-1]
     walk = ("find / \\( " + " ".join(f"'{a}'" if a != "-o" and a != "-path" else a for a in pruned) + " \\) -prune "
             "-o -type f -size -1024k -readable -print0 2>/dev/null "

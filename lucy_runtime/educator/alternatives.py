@@ -45,7 +45,9 @@ _DELIVER_PESSIMISTIC = '''with store.transaction() as tx:
     row = tx.execute(
         "UPDATE report SET delivery = 'unknown', attempts = attempts + 1, "
         "first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = "
-        "(SELECT report_id FROM report WHERE delivery = 'pending' AND due_at <= ? ORDER BY rowid LIMIT 1) "
+        "(SELECT r.report_id FROM report AS r WHERE r.delivery = 'pending' AND r.due_at <= ? AND NOT EXISTS "
+        "(SELECT 1 FROM report AS e WHERE e.session_id = r.session_id AND e.rowid < r.rowid "
+        "AND e.delivery = 'pending') ORDER BY r.rowid LIMIT 1) "
         "RETURNING report_id, session_id, body, attempts",
         (policy.now(), policy.now()),
     ).fetchone()
@@ -274,7 +276,9 @@ _REPORT_INSERTED = """            (report.report_id, report.work_id, report.gene
 _DELIVER_BY_SCHEDULE = '''with store.transaction() as tx:
     for row in tx.execute(
             "SELECT r.report_id, r.session_id, r.body, s.tries, r.first_sent_at FROM report r JOIN schedule s "
-            "USING (report_id) WHERE r.delivery = 'pending' AND s.due <= ? ORDER BY s.due, r.rowid",
+            "USING (report_id) WHERE r.delivery = 'pending' AND s.due <= ? AND r.session_id NOT IN "
+            "(SELECT e.session_id FROM report e WHERE e.rowid < r.rowid AND e.delivery IN ('pending', 'sending')) "
+            "ORDER BY s.due, r.rowid",
             (policy.now(),)).fetchall():
         if row["first_sent_at"] is None or policy.key_remembered(row["first_sent_at"]):
             break
@@ -299,6 +303,60 @@ with store.transaction() as tx:  # a raise below rolls the schedule back with th
         state, receipt, disposition = "unknown", None, Disposition.UNKNOWN
     if not tx.execute("UPDATE report SET delivery = ?, receipt = COALESCE(?, receipt) "
                       "WHERE report_id = ? AND delivery = 'sending'", (state, receipt, report_id)).rowcount:
+        raise WrongState(f"{report_id} was moved while it was on the wire")
+return disposition'''
+
+_CHAT_HOLD_TABLE = """    UNIQUE (work_id, generation)
+);
+CREATE TABLE IF NOT EXISTS chat_hold (
+    session_id TEXT PRIMARY KEY,
+    held_by    TEXT NOT NULL
+);
+"""
+
+_DELIVER_WITH_CHAT_HOLDS = '''def release_chat(tx, report_id):
+    """The report no longer waits for a retry: its chat's next report may go."""
+    tx.execute("DELETE FROM chat_hold WHERE held_by = ?", (report_id,))
+
+with store.transaction() as tx:
+    while True:
+        row = tx.execute(  # a chat that asked to wait sends nothing but the report it waits for, while that one waits
+            "SELECT report_id, session_id, body, attempts, first_sent_at FROM report "
+            "WHERE delivery = 'pending' AND due_at <= ? AND session_id NOT IN ("
+            "SELECT h.session_id FROM chat_hold AS h JOIN report AS waiting ON waiting.report_id = h.held_by "
+            "WHERE h.held_by != report.report_id AND waiting.delivery IN ('pending', 'sending')) "
+            "ORDER BY due_at, rowid LIMIT 1",
+            (policy.now(),),
+        ).fetchone()
+        if row is None:
+            return Disposition.NOTHING_TO_SEND
+        if row["first_sent_at"] is None or policy.key_remembered(row["first_sent_at"]):
+            break
+        release_chat(tx, row["report_id"])
+        if tx.execute("UPDATE report SET delivery = 'needs_person' WHERE report_id = ? AND delivery = 'pending'",
+                      (row["report_id"],)).rowcount != 1:
+            raise WrongState(row["report_id"])
+    if tx.execute("UPDATE report SET delivery = 'sending', attempts = attempts + 1, "
+                  "first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = ? AND delivery = 'pending'",
+                  (policy.now(), row["report_id"])).rowcount != 1:
+        raise WrongState(row["report_id"])
+report_id = row["report_id"]
+outcome = transport.send(OutgoingReport(report_id, row["session_id"], row["body"], idempotency_key=policy.key(report_id)))
+due = policy.next_due(row["attempts"] + 1, outcome) if isinstance(outcome, Refused) else None
+with store.transaction() as tx:
+    if isinstance(outcome, Refused) and due is not None:
+        tx.execute("INSERT OR REPLACE INTO chat_hold (session_id, held_by) VALUES (?, ?)",
+                   (row["session_id"], report_id))
+        state, disposition = "pending", Disposition.REFUSED
+    else:
+        release_chat(tx, report_id)
+        state, disposition = {Receipt: ("confirmed", Disposition.CONFIRMED), Refused: ("failed", Disposition.FAILED),
+                              Uncertain: ("unknown", Disposition.UNKNOWN)}[type(outcome)]
+    moved = tx.execute("UPDATE report SET delivery = ?, due_at = COALESCE(?, due_at), "
+                       "receipt = CASE WHEN ? = 'confirmed' THEN ? ELSE receipt END "
+                       "WHERE report_id = ? AND delivery = 'sending'",
+                       (state, due, state, getattr(outcome, "remote_id", None), report_id)).rowcount
+    if moved != 1:  # the rollback keeps the hold as it was
         raise WrongState(f"{report_id} was moved while it was on the wire")
 return disposition'''
 
@@ -439,6 +497,13 @@ ALTERNATIVES: tuple[Case, ...] = (
         Edit("deliver_one", None, _DELIVER_BY_SCHEDULE),
     ), "A delivery schedule (tries, due) in a table of its own: finish gives each report a row there, and "
        "deliver_one joins it, so a report without its schedule row is never sent.", (), ""),
+    Case("chat-hold-table", "ch07_unit_b", (
+        Edit("schema", "    UNIQUE (work_id, generation)\n);\n", _CHAT_HOLD_TABLE),
+        Edit("deliver_one", None, _DELIVER_WITH_CHAT_HOLDS),
+    ), "Chats that asked to wait are kept in a table of their own (chat, the report it waits for): a retryable "
+       "refusal holds the chat, any other outcome frees it, and deliver_one takes only reports of free chats or the "
+       "report a chat waits for. A nested helper frees a chat, and one update settles every outcome.",
+       (), ""),
     Case("fail-attempt-returning", "ch07_unit_b", (Edit("fail_attempt", None, _FAIL_ATTEMPT_RETURNING),),
          "fail_attempt fences and counts the attempt in one UPDATE … RETURNING, and stores the apology before the "
          "move to failed, in the same transaction.", (), ""),

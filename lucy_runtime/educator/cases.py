@@ -422,8 +422,8 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "delivery-resends-unknown", "ch07_unit_b",
-        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\"",
-              "\"WHERE delivery IN ('pending', 'unknown', 'sending') AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\"")],
+        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? AND NOT EXISTS (\"",
+              "\"WHERE delivery IN ('pending', 'unknown', 'sending') AND due_at <= ? AND NOT EXISTS (\"")],
         "Treats UNKNOWN (and in-flight) reports as sendable, so a lost reply becomes a second send.",
         ["lost-reply-unknown", "delivery-crash-after-accept"],
         "UNKNOWN is not permission to resend: the first send may have arrived.",
@@ -437,9 +437,10 @@ CASES: tuple[Case, ...] = (
     ),
     _case(
         "poison-report", "ch07_unit_b",
-        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT 1\",\n"
-              "                (policy.now(),),",
-              "\"WHERE delivery = 'pending' ORDER BY rowid LIMIT 1\","),
+        [Edit("deliver_one", "\"WHERE delivery = 'pending' AND due_at <= ? AND NOT EXISTS (\"",
+              "\"WHERE delivery = 'pending' AND NOT EXISTS (\""),
+         Edit("deliver_one", "\"ORDER BY due_at, rowid LIMIT 1\",\n                (policy.now(),),",
+              "\"ORDER BY rowid LIMIT 1\","),
          Edit("deliver_one", "            due = policy.next_due(row[\"attempts\"] + 1, outcome)\n            if due is None:",
               "            due = policy.now()\n            if due is None:")],
         "Always takes the oldest pending report and puts every refusal straight back: a report the service always "
@@ -455,6 +456,25 @@ CASES: tuple[Case, ...] = (
         "report ever reaches 'failed' where a person would see it.",
         ["delivery-no-poison"],
         "A permanent refusal will not change; a retryable one that keeps failing needs a person, not another try.",
+    ),
+    _case(
+        "later-report-overtakes", "ch07_unit_b",
+        [Edit("deliver_one", "AND NOT EXISTS (\"\n"
+              "                \"SELECT 1 FROM report AS earlier WHERE earlier.session_id = this.session_id \"\n"
+              "                \"AND earlier.rowid < this.rowid AND earlier.delivery IN ('pending', 'sending')) \"",
+              "\"")],
+        "Takes the report due the longest and never looks at its chat: while a chat's first answer waits out a 429, "
+        "its second goes out first, into the same limit.",
+        ["delivery-chat-order"],
+        "A rate limit belongs to the chat, so the wait does too: a chat's reports leave in the order they were stored.",
+    ),
+    _case(
+        "chat-held-by-due-time", "ch07_unit_b",
+        [Edit("deliver_one", "\"AND earlier.rowid < this.rowid AND", "\"AND earlier.due_at < this.due_at AND")],
+        "Holds a report behind the chat's reports that are due sooner, not those stored before it: the 429 moved the "
+        "chat's first report later, so its second, due since it was stored, overtakes it.",
+        ["delivery-chat-order"],
+        "Order in a chat is the order the reports were stored; a due time says when to try, not which comes first.",
     ),
     _case(
         "per-attempt-key", "ch07_unit_b",

@@ -297,6 +297,8 @@ REVEALS: dict[str, tuple[str, ...]] = {
     "30-65 lost reply": (r"reply lost\*\*, then \*\*Deliver one\*\*: the report stays UNKNOWN",
                          r"Never resending an\s+UNKNOWN"),
     "30-65 poison": (r"check\(\"delivery\"\)", r"r-3-1 left on the third call"),
+    "30-65 chat order": (r"next call would send r-2-1", r"The second call sent chat-32's r-3-1",
+                         r"check\(\"delivery\"\)"),
     "65-80 transfer": (r"model calls: 2\b",),
     "80-85 break": (r"The rows failed because the checker",),
     "further: keys": (r"r-1-1 was accepted once",),

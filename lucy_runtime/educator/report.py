@@ -47,6 +47,8 @@ MISCONCEPTION_OF = {
     "message-not-authorized": "Deduplication proves who sent it",
     "requeue-keeps-generation": "Requeue is a retry",
     "work-stuck-after-model-error": "Catching the model's error is handling it",
+    "later-report-overtakes": "A 429 is about the report",
+    "chat-held-by-due-time": "A 429 is about the report",
 }
 """An educator case → the educator guide's *Common misconceptions* entry behind it (where one clearly is)."""
 

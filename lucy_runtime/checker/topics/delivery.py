@@ -65,7 +65,7 @@ def delivery_refused_retry(h: Harness) -> str:
 
 
 @row("delivery-no-poison", unit="B", topic="delivery",
-     covers="No poison report: a report refused on every try never holds up the next one; a permanent refusal, or "
+     covers="No poison report: a report refused on every try never holds up another chat's; a permanent refusal, or "
             "a retryable one past the attempt cap, ends 'failed'",
      hint="Take the oldest report that is due, not the oldest pending one; when policy.next_due(attempts, refusal) "
           "answers None, mark the report 'failed' and return Disposition.FAILED.")
@@ -109,6 +109,64 @@ def delivery_no_poison(h: Harness) -> str:
     expect(answers.count("failed") == 2, f"deliver_one answered 'failed' {answers.count('failed')} times, not 2")
     return (f"{ids[fine]} went out while the others were refused; the blocked chat failed after one try, the rate "
             f"limited one after {len(tries[limited])}")
+
+
+@row("delivery-chat-order", unit="B", topic="delivery",
+     covers="Order within one chat, and a limit per chat: a 429 on a chat's report holds that chat's later reports "
+            "until it has gone, so none overtakes it or meets the same limit; other chats are not held",
+     hint="deliver_one: take a report only when no earlier report of its chat (the same session_id, a lower rowid) "
+          "is still 'pending' or 'sending'. Reports of other chats do not wait.")
+def delivery_chat_order(h: Harness) -> str:
+    s = h.scenario("chat-order")
+    busy, other = h.distinct(h.session_id, 2)
+    chats = (busy, busy, other)
+    sources, texts, marker = [h.source_id() for _ in chats], [h.text() for _ in chats], h.token()
+
+    def script(c: Ctx):
+        ids = [str(seeded(c, source, chat, text, marker)["report_id"]) for source, chat, text in zip(sources, chats, texts)]
+        transport = c.transport([Behaviour.REFUSE])  # the first send meets a 429 that asks to wait RETRY_AFTER
+        return ids, [c.deliver_one(transport) for _ in range(3)]
+
+    (first, later, elsewhere), early = ok(s.run(script), "three reports, the first two for one chat; the first send "
+                                                         "meets a 429 asking to wait 30 seconds; three deliveries")
+    held = seen(s.observe())
+    tried = [str(r["report_id"]) for r in held.requests]
+    expect(tried[:1] == [first], f"the first delivery sent {tried[:1]}, not {first}, the report due the longest",
+           "Take the report that has been due the longest: the smallest due_at, then the lowest rowid.")
+    expect(later not in tried, f"{later} was sent while {first}, stored before it for the same chat, waited out a "
+           "429: the chat's second answer overtook its first, into a chat that had just asked to wait",
+           "A 429 is about the chat: while an earlier report of the chat is 'pending' or 'sending', its later "
+           "reports wait too, however long they have been due.")
+    expect([str(a["report_id"]) for a in held.accepted] == [elsewhere],
+           f"while {first}'s chat waited, the service accepted {[a['report_id'] for a in held.accepted]}; only "
+           f"{elsewhere}, for another chat, could go, and it must not wait",
+           "Hold only the chat that asked to wait: a report waits for earlier reports of its own session_id, "
+           "never for another chat's.")
+    states = {str(r["report_id"]): r["delivery"] for r in held.reports}
+    expect([states.get(i) for i in (first, later, elsewhere)] == ["pending", "pending", "confirmed"],
+           f"after the 429 the reports are stored as {[states.get(i) for i in (first, later, elsewhere)]}, not "
+           "pending (due again later), pending (held), confirmed")
+    expect(early == ["refused", "confirmed", "nothing to send"], f"the three deliveries answered {early}")
+
+    def after_the_wait(c: Ctx):
+        c.clock.advance(c.policy.max_delay)
+        transport = c.transport([])
+        return [c.deliver_one(transport) for _ in range(3)]
+
+    late = ok(s.run(after_the_wait), "three more deliveries once the wait is over")
+    snap = seen(s.observe())
+    order = [str(a["report_id"]) for a in snap.accepted]
+    expect(order == [elsewhere, first, later], f"the service accepted {order}; the order that keeps each chat's "
+           f"answers in turn is {[elsewhere, first, later]}")
+    expect(late == ["confirmed", "confirmed", "nothing to send"], f"after the wait, the deliveries answered {late}")
+    expect(all(r["delivery"] == "confirmed" for r in snap.reports),
+           f"the reports ended as {[r['delivery'] for r in snap.reports]}, not all confirmed")
+    expect(sum(str(r["report_id"]) == later for r in snap.requests) == 1,
+           f"{later} was tried {sum(str(r['report_id']) == later for r in snap.requests)} times; held, it should "
+           "spend no attempt on its chat's limit")
+    return (f"{later} waited behind {first}, whose chat asked to wait; {elsewhere}, for another chat, went at once; "
+            "then the chat's two reports went in turn")
+
 
 @row("lost-reply-unknown", unit="B", topic="delivery",
      covers="Fake service accepts r1 but loses its response → one externally accepted send, local UNKNOWN, "

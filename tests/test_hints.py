@@ -6,11 +6,12 @@ from lucy_runtime.checker import SourceLearner, SwappedLearner, run_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Edit
 
-SENDING_MARK = ("        tx.execute(\n"
+SENDING_MARK = ("        if tx.execute(\n"
                 "            \"UPDATE report SET delivery = 'sending', attempts = attempts + 1 \"\n"
                 "            \", first_sent_at = COALESCE(first_sent_at, ?) WHERE report_id = ? AND delivery = 'pending'\",\n"
                 "            (policy.now(), row[\"report_id\"]),\n"
-                "        )\n")
+                "        ).rowcount != 1:\n"
+                "            raise WrongState(f\"report {row['report_id']!r} left 'pending' while we looked at it\")\n")
 
 
 def result_of(learner, row_id: str):

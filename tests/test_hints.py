@@ -112,3 +112,23 @@ def test_practice_observations_name_rows_by_their_role_not_by_the_checkers_made_
     assert [r.passed for r in results] == [False, False, True]
     for result in results:
         assert not re.search(r"\bm-[a-z0-9]{4,}\b", result.observation), result.observation
+
+
+REFUSE_UNKNOWN_TO_PERSON = ("    UNIQUE (work_id, generation)\n);\n"
+                            "CREATE TRIGGER IF NOT EXISTS unknown_waits BEFORE UPDATE OF delivery ON report\n"
+                            "WHEN OLD.delivery = 'unknown' AND NEW.delivery = 'needs_person'\n"
+                            "BEGIN SELECT RAISE(ABORT, 'no unknown report goes to a person'); END;\n")
+
+
+def test_a_schema_that_refuses_the_checkers_own_setup_move_gets_the_setup_hint_not_one_that_blames_its_sql(
+        reference_cells):
+    """The row plants a report for a person by moving it unknown -> needs_person itself; a trigger refuses it."""
+    refusing = with_edit(reference_cells, "schema", Edit("schema", "    UNIQUE (work_id, generation)\n);\n",
+                                                         REFUSE_UNKNOWN_TO_PERSON))
+    result = result_of(SourceLearner(refusing), "operator-sees-every-stuck-state")
+    assert not result.passed
+    assert "could not set up its scenario" in result.observation
+    assert "from 'unknown' to 'needs_person'" in result.observation and "no unknown report goes" in result.observation
+    assert "not a mistake in your SQL" in result.hint and "diagrams draw" in result.hint
+    assert "your code raised" not in result.observation and "SQLite could not run" not in result.hint
+    assert "Unit A" not in result.hint

@@ -33,6 +33,8 @@ The tree:
     - InjectedFault: a database error the checker raised on purpose (also ``sqlite3.OperationalError``)
     - ForkServerGone: the process that forks a row's runs is gone (also ``ChildProcessError``)
     - CheckerFault: the checker's own contract broke, never the learner's fault (also ``AssertionError``)
+    - SetupRefused: the learner's schema refused a move the checker made to plant a scenario, along an arrow the
+      chapter's diagrams draw
     - AnswerUnreadable: a message the checker does not send or expect (also ``ValueError``)
     - ObserverFailed: the process that reads the files a row left failed
       (also ``RuntimeError``)
@@ -217,6 +219,20 @@ class CheckerProcessGone(CheckerError, RuntimeError):
 class CheckerFault(CheckerError, AssertionError):
     """The checker's own contract broke (a child answered without what it always sends, a row
     registered twice, a scenario's setup did not hold): never the learner's fault, never a pass."""
+
+
+class SetupRefused(CheckerError):
+    """The checker moved a row of the learner's along an arrow the chapter's diagrams draw, to plant a scenario
+    (an operator's reconcile, a bug that held work), and the learner's schema or triggers refused it.
+
+    Not a mistake in the learner's SQL: the row could not start. ``what`` names the row moved, ``move`` the
+    transition ("unknown -> needs_person"), ``reason`` the arrow's label and ``refusal`` what SQLite said.
+    """
+
+    def __init__(self, what: str, move: str, reason: str, refusal: str):
+        self.what, self.move, self.reason, self.refusal = what, move, reason, refusal
+        super().__init__(f"the checker could not set up its scenario: your schema refused its move of {what} "
+                         f"{move} ({reason}): {refusal}")
 
 
 class AnswerUnreadable(CheckerError, ValueError):

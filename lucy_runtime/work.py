@@ -34,7 +34,9 @@ DELIVERY_STATES = ("pending", "sending", "confirmed", "unknown", "failed", "need
 """report: pending --mark--> sending --receipt--> confirmed
           sending --retryable refusal--> pending (due again later) | failed (permanent, or out of attempts)
           sending --no answer--> unknown --reconcile--> confirmed | pending (the retry carries the same key)
-                                                       | needs_person (no receipt, and the key has expired)"""
+                                                       | needs_person (no receipt, and the key has expired)
+          sending --reconcile, after a crash--> confirmed | pending | needs_person, as from unknown
+          pending --sent before, and the key may be forgotten--> needs_person (deliver_one never sends it)"""
 
 
 class Outcome(Enum):

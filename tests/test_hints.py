@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lucy_runtime.checker import SourceLearner, SwappedLearner, run_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Edit
@@ -113,3 +115,42 @@ def test_practice_observations_name_rows_by_their_role_not_by_the_checkers_made_
     assert [r.passed for r in results] == [False, False, True]
     for result in results:
         assert not re.search(r"\bm-[a-z0-9]{4,}\b", result.observation), result.observation
+
+
+
+PLANTED_BY = {("report", "unknown", "needs_person"): "operator-sees-every-stuck-state",
+              ("report", "unknown", "pending"): "delivery-key-forgotten",
+              ("report", "sending", "pending"): "delivery-moved-meanwhile",
+              ("work", "running", "needs_person"): "release-fenced",
+              ("work", "running", "pending"): "model-fails-for-good"}
+"""A row whose scenario the checker plants with each of its own setup moves."""
+
+
+def refusing(table: str, leaving: str, to: str) -> Edit:
+    """A schema edit: a trigger of the learner's that refuses one move of ``table``."""
+    column = "delivery" if table == "report" else "state"
+    return Edit("schema", "    UNIQUE (work_id, generation)\n);\n",
+                "    UNIQUE (work_id, generation)\n);\n"
+                f"CREATE TRIGGER IF NOT EXISTS no_such_move BEFORE UPDATE OF {column} ON {table}\n"
+                f"WHEN OLD.{column} = '{leaving}' AND NEW.{column} = '{to}'\n"
+                "BEGIN SELECT RAISE(ABORT, 'this schema refuses the move'); END;\n")
+
+
+def test_every_setup_move_of_the_checker_has_a_row_here():
+    from lucy_runtime.checker.setup_moves import REPORT_MOVES, WORK_MOVES
+
+    assert set(PLANTED_BY) == {("report", *m) for m in REPORT_MOVES} | {("work", *m) for m in WORK_MOVES}
+
+
+@pytest.mark.parametrize("move", PLANTED_BY, ids=lambda m: f"{m[0]}-{m[1]}-to-{m[2]}")
+def test_a_schema_that_refuses_the_checkers_own_setup_move_gets_the_setup_hint_not_one_that_blames_its_sql(
+        reference_cells, move):
+    """The row plants its scenario by moving a row itself, along a drawn arrow; a learner's trigger refuses it."""
+    table, leaving, to = move
+    result = result_of(SourceLearner(with_edit(reference_cells, "schema", refusing(*move))), PLANTED_BY[move])
+    assert not result.passed
+    assert "could not set up its scenario" in result.observation
+    assert f"from {leaving!r} to {to!r}" in result.observation and "this schema refuses" in result.observation
+    assert "not a mistake in your SQL" in result.hint and "diagrams draw" in result.hint
+    assert "your code raised" not in result.observation and "SQLite could not run" not in result.hint
+    assert "Unit A" not in result.hint

@@ -18,7 +18,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import CheckerFault, Fail
+from ..errors import CheckerFault, Fail, SetupRefused
 from ..engine.limits import LIMIT_HINT, explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
@@ -41,7 +41,7 @@ class Row:
     runs_unit_a: tuple[str, ...] = ()  # a Unit B row whose point is the integration with these Unit A functions
 
     def failure_hint(self, hint: str) -> str:
-        if not self.runs_unit_a:
+        if not self.runs_unit_a or hint == SETUP_HINT:  # a refused setup move is no mistake in Unit A either
             return hint
         return (f"{hint} (This row also runs your Unit A {', '.join(self.runs_unit_a)}: a mistake there "
                 "shows here too.)")
@@ -80,13 +80,21 @@ def row(id: str, *, unit: str, topic: str, covers: str, hint: str, runs_unit_a: 
 # --- helpers -----------------------------------------------------------------
 
 
+SETUP_HINT = ("This is not a mistake in your SQL: the row plants its scenario by moving one of your rows itself, "
+              "only along an arrow the chapter's state diagrams draw, and your schema (a CHECK or a trigger) refused "
+              "that arrow. Let your schema allow every move the diagrams draw, then check again.")
+"""The hint for ``SetupRefused``: it names the checker's setup, never the learner's code, as the cause."""
+
 CONTRACT_BREAKS = {
     ContractBroken.__name__: "Return the value the docstring names, on every path.",
     ReturnedNothing.__name__: "Return the value the docstring names, on every path. A function that ends without "
                              "`return`, or an `except` that returns instead of re-raising, gives the caller None and "
                              "hides what happened.",
+    SetupRefused.__name__: SETUP_HINT,
 }
-"""Hints for the harness's ``ContractBroken`` and ``ReturnedNothing``, by type name."""
+"""Hints for the harness's ``ContractBroken`` and ``ReturnedNothing``, and for the checker's own setup move
+refused by the learner's schema (``SetupRefused``), by type name: none of them is a mistake the learner's code
+raised."""
 
 
 SQL_MISTAKE = re.compile(r"syntax error|no such (table|column)|incomplete input|unrecognized token|has no column")
@@ -117,7 +125,7 @@ def ok(result: ChildResult, what: str, *, expect: str = "returned", harness: Har
         if is_stub_error(error.type_name, error.message):
             raise Fail(f"{what}: your code is not written yet ({error.describe()})",
                        "Fill in the cell where it says `raise NotImplementedError`, run it, then check again.")
-        if error.type_name in CONTRACT_BREAKS:  # the harness's own error: the learner returned, and raised nothing
+        if error.type_name in CONTRACT_BREAKS:  # the harness's own error, never one the learner's code raised
             raise Fail(f"{what}: {error.message}", CONTRACT_BREAKS[error.type_name])
         if error.type_name == "MissingFunction":
             raise Fail(f"{what}: {error.message}", "Run every cell above this one (Run ▸ Run All Above), then check again.")

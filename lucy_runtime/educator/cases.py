@@ -540,6 +540,16 @@ CASES: tuple[Case, ...] = (
         "The total of the backoff must exceed the outage you mean to ride out; a cap of your own cuts it short.",
     ),
     _case(
+        "fail-attempt-unfenced", "ch07_unit_b",
+        [Edit("fail_attempt", "WHERE work_id = ? AND state = 'running' AND worker_id = ? AND generation = ?\",\n"
+                              "            (work_id, assignment.worker_id, generation),",
+              "WHERE work_id = ? AND state = 'running'\",\n            (work_id,),")],
+        "Records a failed attempt on the work whatever claim reports it: after a release, the first worker's late "
+        "model error fails the request the new claim is running, and its customer gets an apology meanwhile.",
+        ["model-fails-for-good"],
+        "A failure is a move like finish: only the current claim may make it.",
+    ),
+    _case(
         "work-stuck-after-model-error", "ch07_unit_b",
         [Edit("work_once_retrying", "        fail_attempt(queue, assignment, error, policy)\n        return None\n",
               "        return None\n")],
@@ -628,6 +638,14 @@ CASES: tuple[Case, ...] = (
         "worker's late finish passes the fence and its stale answer is stored.",
         ["release-fenced"],
         "A worker's name can come back; only a new generation makes the old claim stale.",
+    ),
+    _case(
+        "release-running-only", "ch07_unit_b",
+        [Edit("release", "state IN ('running', 'needs_person')", "state = 'running'")],
+        "Releases running work only: work held for a person after a bug stays held once the bug is fixed, and "
+        "the only way out left is to fail it with an apology.",
+        ["release-fenced"],
+        "An operator's action is a move the diagram draws: release leaves needs_person as it leaves running.",
     ),
     _case(
         "operator-age-of-newest", "ch07_unit_b",

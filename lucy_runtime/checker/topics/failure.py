@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...errors import ModelUnavailable
+from ...errors import CheckerFault, ModelUnavailable
 from ..harness import Ctx, Harness
-from ..attempts import Attempt, attempt
+from ..attempts import SWALLOWED_HINT, Attempt, Ending, attempt
 from ..kit import admit_and_claim, expect, expect_raised, ok, row, seen, sweep, topic, whole_number
 from ..observe import Snapshot
+from ..setup_moves import release_work
 
 topic("failure", "going further: a model that fails")
 
@@ -80,10 +81,11 @@ def model_recovers(h: Harness) -> str:
 
 @row("model-fails-for-good", unit="B", topic="failure", runs_unit_a=("admit", "refusal", "claim"),
      covers="A model that always fails: the work is tried up to the policy's cap, then ends failed with one "
-            "apology report to its own session through the outbox, and its place is free again",
+            "apology report to its own session through the outbox, and its place is free again; fail_attempt is "
+            "fenced, so a stale claim's late failure changes nothing",
      hint="fail_attempt: when policy.next_due(attempts, error) is None, move the work to 'failed' and insert a "
-          "short apology report (report_id 'r-<work_id>-<generation>', delivery 'pending') in the same "
-          "transaction. Your Unit A refusal must not count failed work: it can never finish.")
+          "short apology report (its own report id, such as 'r-<work_id>-<generation>'; delivery 'pending') in the "
+          "same transaction. Your Unit A refusal must not count failed work: it can never finish.")
 def model_fails_for_good(h: Harness) -> str:
     s = h.scenario("model-fails")
     source, later, session, text, marker = h.source_id(), h.source_id(), h.session_id(), h.text(), h.token(10)
@@ -126,8 +128,36 @@ def model_fails_for_good(h: Harness) -> str:
            f"after the request failed, a new one from its chat (per-session limit 1) was {again['outcome']!r}: "
            "failed work can never finish, so it must not hold a place",
            "Count only work that can still finish in refusal (pending, running and waiting), not failed work.")
+
+    stale_case, released = h.scenario("model-fails-stale-claim"), h.source_id()
+
+    def stale_claim(c: Ctx):
+        q = c.queue()
+        first = admit_and_claim(c, released, session, text, "w1")
+        if not release_work(c, first["work_id"]):  # an operator released it: w1 was judged gone
+            raise CheckerFault("the work just claimed was not running")
+        second = c.claim(q, "w1")  # w1, restarted, claims it again
+        return first, second, attempt(lambda: c.fail_attempt(q, first, ModelUnavailable("a late 429"), capped(c, 1)))
+
+    first, second, late = ok(stale_case.run(stale_claim), "w1 claims, an operator releases the request, w1 claims "
+                                                           "it again, then the first w1's model call fails late")
+    snap = seen(stale_case.observe())
+    work = snap.work_for(released)
+    answer = Attempt.of(late)
+    expect(answer.raised, answer.told("fail_attempt with the first claim's Assignment, after the release") + ": "
+           "the fence must refuse a claim from before the release",
+           SWALLOWED_HINT if answer.ending is Ending.SWALLOWED else FENCED)
+    expect(second is not None and len(work) == 1 and work[0]["state"] == "running"
+           and not snap.reports_for(work[0]["work_id"]),
+           f"a stale claim's fail_attempt left the request {[w['state'] for w in work]} with "
+           f"{len(snap.reports_for(work[0]['work_id'])) if work else 0} reports: it belongs to the new claim, "
+           "which is still running it", FENCED)
     return (f"{CAP} attempts, then 'failed' with one pending apology to the admitted session; the chat's place "
-            "was free again")
+            "was free again; a stale claim's fail_attempt was refused")
+
+
+FENCED = ("Fence fail_attempt like finish: … WHERE work_id = ? AND state = 'running' AND worker_id = ? AND "
+          "generation = ?, with the Assignment's worker and generation, and raise FenceError when no row matches.")
 
 
 OUTAGE = 600.0
@@ -289,7 +319,7 @@ def bug_held(h: Harness) -> str:
             "with one apology, stored in the same transaction",
      hint="fail_held: in one transaction, UPDATE … SET state = 'failed' WHERE work_id = ? AND state = "
           "'needs_person' AND generation = ?, raise WrongState when it changed no row, and insert the apology "
-          "report r-<work_id>-<generation> as fail_attempt does.")
+          "report (such as r-<work_id>-<generation>) as fail_attempt does.")
 def held_failed_with_apology(h: Harness) -> str:
     s = h.scenario("held-failed")
     source, session, text, token = h.source_id(), h.session_id(), h.text(), h.token(8)

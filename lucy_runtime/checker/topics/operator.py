@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from contextlib import closing
 from dataclasses import replace
 
-from ...errors import ModelUnavailable
+from ...errors import CheckerFault, ModelUnavailable
 from ...loop import LoopResult
-from ...store import Store
 from ...engine.faults import KillAt
 from ...transport import Behaviour
-from ...work import REPORT_COLUMNS, STUCK_AFTER
+from ...work import STUCK_AFTER
 from ..attempts import Attempt, attempt
 from ..harness import Ctx, Harness
 from ..kit import admit_and_claim, expect, expect_raised, ok, row, seeded, seen, topic, whole_number
-from ..observe import _find_table
+from ..setup_moves import hold_work, move_report
 from .failure import held_by_a_bug
 
 topic("release", "going further: a way out for a stuck request")
@@ -26,11 +23,11 @@ topic("operator", "going further: an operator's view")
 @row("release-fenced", unit="B", topic="release", runs_unit_a=("claim", "finish"),
      covers="An operator releases a stuck running request: it goes back to pending as its next generation, so a "
             "late finish by the first worker is refused by the fence and the request still ends in one report; "
-            "release refuses work that is not running",
-     hint="release: in one conditional update, move the work from 'running' to 'pending' with generation + 1 and "
-          "no worker (… WHERE work_id = ? AND state = 'running'), and raise when it changed no row. The new "
-          "generation is what makes the old worker's Assignment stale, even when a worker of the same name "
-          "claims the work again.")
+            "release refuses work that is not running or held, and releases work held after a bug (needs_person)",
+     hint="release: in one conditional update, move the work from 'running' or 'needs_person' to 'pending' with "
+          "generation + 1 and no worker (… WHERE work_id = ? AND state IN ('running', 'needs_person')), and raise "
+          "when it changed no row. The new generation is what makes the old worker's Assignment stale, even when "
+          "a worker of the same name claims the work again.")
 def release_fenced(h: Harness) -> str:
     s = h.scenario("release")
     source, session, text = h.source_id(), h.session_id(), h.text()
@@ -78,8 +75,27 @@ def release_fenced(h: Harness) -> str:
     snap = seen(early.observe())
     states = [(snap.work_by_id(pending) or {}).get("state"), (snap.work_by_id(finished_id) or {}).get("state")]
     expect(states == ["pending", "done"], f"a refused release changed the work to {states}")
+
+    held, stuck = h.scenario("release-held"), h.source_id()
+
+    def release_held(c: Ctx):
+        q = c.queue()
+        first = admit_and_claim(c, stuck, session, text, "w1")
+        if not hold_work(c, first["work_id"]):  # as work_once_retrying does after a bug
+            raise CheckerFault("the work just claimed was not running")
+        return first, attempt(lambda: c.release(q, first["work_id"])), c.claim(q, "w2")
+
+    before, released, again = ok(held.run(release_held), "a request held for a person after a bug, then released")
+    answer = Attempt.of(released)
+    expect(not answer.raised and again is not None
+           and whole_number(again["generation"]) != whole_number(before["generation"]),
+           f"{answer.told('release of work held after a bug (needs_person)')}, and a claim afterwards found "
+           f"{'nothing to do' if again is None else 'it at generation ' + repr(again['generation'])}: once the bug "
+           "is fixed, release must put held work back to pending as its next generation",
+           "release: move the work WHERE work_id = ? AND state IN ('running', 'needs_person'), with generation + 1 "
+           "and no worker.")
     return ("the released request ran again as generation " f"{second['generation']}; the first worker's late "
-            "finish was refused; one report; release refused pending and done work")
+            "finish was refused; one report; release refused pending and done work, and released held work")
 
 
 @row("operator-numbers", unit="B", topic="operator", runs_unit_a=("admit", "claim"),
@@ -199,22 +215,3 @@ def operator_sees_every_stuck_state(h: Harness) -> str:
                f"after STUCK_AFTER, the store holds {later} of {what}; operator_numbers counted {late.get(name)!r}")
     return ("a dead sender's report, a report for a person, a stuck request, a waiting one and a held one: each "
             "counted, and nothing counted as stuck too soon")
-
-
-def learner_table(c: Ctx, columns: tuple[str, ...], what: str) -> str:
-    """The name of the learner's ``what`` table, found by its columns as the observer finds it."""
-    with closing(sqlite3.connect(c.store.path)) as look:  # reading only: the writes go through the store
-        table, _ = _find_table(look, columns, what, [], [])
-    return table
-
-
-def move_report(c: Ctx, report_id: str, to: str, leaving: tuple[str, ...]) -> None:
-    """Move a report as reconcile would, along the report diagram, from one of ``leaving`` to ``to``.
-
-    The checker's own hand, from a connection of its own: an operator's reconcile beside the learner's code.
-    """
-    table = learner_table(c, REPORT_COLUMNS, "report")
-    marks = ", ".join("?" for _ in leaving)
-    with Store(c.store.path).transaction() as tx:
-        tx.execute(f'UPDATE "{table}" SET delivery = ? WHERE report_id = ? AND delivery IN ({marks})',
-                   (to, report_id, *leaving))

@@ -10,10 +10,11 @@ from ..harness import Ctx, Harness
 from ...loop import LoopResult
 from ..kit import (Fail, admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
                    whole_number)
+from ...errors import SetupRefused
 from ...store import Store
 from ...transport import FakeTransport
 from ...work import REPORT_COLUMNS
-from .operator import learner_table, move_report
+from ..setup_moves import learner_table, move_report
 
 topic("recovery", "B optional part: resolving UNKNOWN with the service's own record")
 topic("generation", "B optional part: a second terminal generation")
@@ -172,14 +173,22 @@ def delivery_moved_meanwhile(h: Harness) -> str:
     def script(c: Ctx):
         report_id = str(seeded(c, source, session, text, marker)["report_id"])
 
+        refused: list[SetupRefused] = []
+
         def reconcile_meanwhile(outgoing) -> None:  # the service has no receipt yet, so reconcile says pending
-            move_report(c, str(outgoing.report_id), "pending", ("sending", "unknown"))
+            try:
+                move_report(c, str(outgoing.report_id), "pending", ("sending", "unknown"))
+            except SetupRefused as refusal:  # kept: the learner's deliver_one may catch what its send raises
+                refused.append(refusal)
+                raise
 
         transport = FakeTransport(c.service([], idempotent=True), before_send=reconcile_meanwhile)
         try:
             first = c.deliver_one(transport)
         except Exception as error:  # raising is the honest answer; any exception will do
             first = f"raised {type(error).__name__}"
+        for refusal in refused:  # the checker's own setup failed, whatever deliver_one made of it
+            raise refusal
         between = _report_state(c, report_id)
         second = c.deliver_one(c.transport([], idempotent=True))
         return report_id, first, between, second

@@ -23,6 +23,7 @@ The tree:
   + NotInAnExperiment: the practice notebook's ``stop_here()`` called outside a supervised process
   + BrokerRejected: the practice broker refuses a message it can never take (a poison payload)
   + TablesNotFound: a store file holds no table with the work or report columns (also ``LookupError``)
+  + RetentionTooShort: a retention window shorter than Telegram keeps an update (also ``ValueError``)
   + CheckerError: the checker could not get or accept an answer from learner code
     - MissingFunction: a row needs a function nobody defined (also ``NameError``)
     - ContractBroken: a learner function returned what its contract does not name
@@ -112,6 +113,13 @@ class NotebooksNotFound(LucyError, FileNotFoundError):
 
 class StoreMisuse(LucyError):
     """The store was used in a way that would lose or corrupt committed state."""
+
+
+class RetentionTooShort(LucyError, ValueError):
+    """A retention window shorter than the time Telegram may deliver an update again.
+
+    Deleting a request forgets its ``source_id``; an update delivered again after that is
+    admitted as new, and the customer gets a second answer."""
 
 
 class TransportMisuse(LucyError):

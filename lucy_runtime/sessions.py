@@ -16,12 +16,14 @@ it always agrees with what was delivered.
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 
 from .errors import InvalidField, ObserverFailed, UnknownName
 from .fields import require_id, require_int, require_str
-from .observer import snapshot
-from .store import Migration, Store
+from .observer import REPORT_COLUMNS, WORK_COLUMNS, _find_table
+from .store import Migration, Store, read_only
 
 ROLES = ("customer", "lucy")
 
@@ -117,6 +119,12 @@ class DeliveredHistory:
     are the bodies of that work's reports whose delivery is ``confirmed``, one for each
     generation the customer received. A report that is pending, unknown or failed is
     not part of the conversation: nobody knows the customer read it.
+
+    ``context(session_id, last)`` reads only the session's last ``last`` requests (each
+    gives at least one turn), through an index on the work table's ``session_id``
+    (Unit A's ``work_by_session``) and the report table's ``UNIQUE (work_id, generation)``,
+    so a model call costs the same whether the tables hold a day or a year. It reads on a
+    connection of its own, opened read-only, inside one read transaction.
     """
 
     def __init__(self, store: Store):
@@ -125,24 +133,46 @@ class DeliveredHistory:
         self._path = store.path
 
     def turns(self, session_id: str) -> tuple[Turn, ...]:
-        require_id("session_id", session_id)
-        seen = snapshot(self._path)
-        if seen["problems"]:
-            raise ObserverFailed("the conversation cannot be read from the queue: " + "; ".join(seen["problems"]))
-        answers: dict[str, list[dict]] = {}
-        for report in seen["reports"]:
-            if report["delivery"] == "confirmed":
-                answers.setdefault(str(report["work_id"]), []).append(report)
-        said: list[tuple[str, str]] = []
-        for work in seen["work"]:
-            if work["session_id"] != session_id:
-                continue
-            said.append(("customer", str(work["text"])))
-            for report in sorted(answers.get(str(work["work_id"]), []), key=lambda r: r["generation"]):
-                said.append(("lucy", str(report["body"])))
-        return tuple(Turn(seq, role, text) for seq, (role, text) in enumerate(said, start=1))
+        """The whole conversation of one session (it reads every request of the session)."""
+        return self._read(session_id, None)
 
     def context(self, session_id: str, last: int = 6) -> tuple[Turn, ...]:
+        """The last ``last`` turns, numbered from 1 within them; it reads at most ``last`` requests."""
         require_int("last", last, minimum=0)
-        turns = self.turns(session_id)
-        return turns[len(turns) - last:] if last else ()
+        return self._read(session_id, last) if last else ()
+
+    def _read(self, session_id: str, last: int | None) -> tuple[Turn, ...]:
+        require_id("session_id", session_id)
+        with closing(read_only(self._path)) as conn:
+            problems: list[str] = []
+            work, _ = _find_table(conn, WORK_COLUMNS, "work", problems, [])
+            report, _ = _find_table(conn, REPORT_COLUMNS, "report", problems, [])
+            if problems:
+                raise ObserverFailed("the conversation cannot be read from the queue: " + "; ".join(problems))
+            conn.execute("BEGIN")  # one snapshot for both reads
+            asked = _last_requests(conn, work, session_id, last)
+            marks = ", ".join("?" for _ in asked)
+            answers: dict[object, list[str]] = {}
+            for work_id, body in conn.execute(
+                    f'SELECT work_id, body FROM "{report}" WHERE work_id IN ({marks}) AND delivery = \'confirmed\' '
+                    "ORDER BY work_id, generation", [work_id for work_id, _ in asked]):
+                answers.setdefault(work_id, []).append(str(body))
+            conn.execute("COMMIT")
+        said: list[tuple[str, str]] = []
+        for work_id, text in asked:
+            said.append(("customer", str(text)))
+            said.extend(("lucy", body) for body in answers.get(work_id, []))
+        if last is not None:
+            said = said[len(said) - last:]
+        return tuple(Turn(seq, role, text) for seq, (role, text) in enumerate(said, start=1))
+
+
+def _last_requests(conn: sqlite3.Connection, work: str, session_id: str, last: int | None) -> list[tuple]:
+    """The session's last ``last`` requests (all of them for ``None``) as (work_id, text), oldest first."""
+    limit = "" if last is None else f" LIMIT {int(last)}"
+    query = f'SELECT work_id, text FROM "{work}" WHERE session_id = ? ORDER BY {{}} DESC{limit}'
+    try:  # the order of admission; a WITHOUT ROWID table has no rowid, and its work_id stands in
+        rows = conn.execute(query.format("rowid"), (session_id,)).fetchall()
+    except sqlite3.OperationalError:
+        rows = conn.execute(query.format("work_id"), (session_id,)).fetchall()
+    return [tuple(row) for row in reversed(rows)]

@@ -15,6 +15,7 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from .errors import StoreMisuse
@@ -149,6 +150,12 @@ def split_statements(script: str) -> list[str]:
         if _COMMENT.sub("", pending).strip():
             raise StoreMisuse(f"the script ends with an incomplete statement: {pending.strip()[:80]!r}")
     return statements
+
+
+def read_only(path: str) -> sqlite3.Connection:
+    """A connection of its own to the file at ``path`` that SQLite refuses to write with (``mode=ro``);
+    autocommit, so a reader opens its read transaction with ``BEGIN`` where it wants one snapshot."""
+    return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, timeout=10)
 
 
 @runtime_checkable

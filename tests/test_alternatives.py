@@ -11,18 +11,19 @@ import pytest
 
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.alternatives import ALTERNATIVES
+from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES
 
 from .conftest import learner_with
 
 ALL_ROWS = list(ROWS.values())
 
 
-RUN_BY = {"ch07_unit_a": {"A", "B"}, "ch07_unit_b": {"B"}}
+RUN_BY = {"ch07_unit_a": {"A", "B"}, "ch07_unit_b": {"B"}, "ch07_practice": {"P"}}
 """The rows whose scenarios run a unit's cells: Unit B's rows run the learner's Unit A too.
 The other rows run only cells an alternative leaves as the reference has them."""
 
 
-@pytest.mark.parametrize("alternative", ALTERNATIVES, ids=lambda c: c.name)
+@pytest.mark.parametrize("alternative", ALTERNATIVES + PRACTICE_ALTERNATIVES, ids=lambda c: c.name)
 def test_a_correct_alternative_passes_every_row(checker, reference_cells, alternative):
     rows = [r for r in ALL_ROWS if r.unit in RUN_BY[alternative.unit]]
     report = checker.run_rows(learner_with(reference_cells, alternative), rows, seed=17)

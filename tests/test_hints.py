@@ -154,3 +154,49 @@ def test_a_schema_that_refuses_the_checkers_own_setup_move_gets_the_setup_hint_n
     assert "not a mistake in your SQL" in result.hint and "diagrams draw" in result.hint
     assert "your code raised" not in result.observation and "SQLite could not run" not in result.hint
     assert "Unit A" not in result.hint
+
+
+def practice_with(reference_cells, case_name: str):
+    from lucy_runtime.educator.practice_cases import PRACTICE_CASES
+
+    case = next(c for c in PRACTICE_CASES if c.name == case_name)
+    cells = [(n, s) for n, s in reference_cells if n.startswith("ch07_practice:")]
+    for edit in case.edits:
+        cells = with_edit(cells, edit.cell, edit, unit="ch07_practice")
+    return SourceLearner(cells)
+
+
+def test_practice_per_attempt_keys_get_a_hint_about_the_key_changing_not_about_counting_attempts(reference_cells):
+    for case, row in (("practice-publish-per-attempt-key", "practice-in-flight-resume"),
+                      ("practice-per-attempt-key", "practice-grant-at-most-once")):
+        result = result_of(practice_with(reference_cells, case), row)
+        assert not result.passed and "different keys" in result.observation, result.observation
+        assert "changes between attempts" in result.hint and "count" not in result.hint.lower(), result.hint
+
+
+def test_practice_a_digest_mismatch_is_reported_as_one_not_as_a_refusal(reference_cells):
+    for case in ("practice-recover-trusts-any-receipt", "practice-recover-drops-refusal"):
+        result = result_of(practice_with(reference_cells, case), "practice-recover-from-receipt")
+        assert not result.passed and "digest" in result.observation, result.observation
+        assert "refused" not in result.observation, result.observation
+
+
+def test_practice_a_recovery_that_never_submits_is_told_to_call_the_service_s_submit(reference_cells):
+    practice = [(n, s) for n, s in reference_cells if n.startswith("ch07_practice:")]
+    silent = with_edit(practice, "recover_cases", Edit("recover_cases", "answer = service.submit(key, row[\"proposal\"])",
+                                                        "continue"), unit="ch07_practice")
+    result = result_of(SourceLearner(silent), "practice-recover-from-receipt")
+    assert not result.passed and "no submit request" in result.observation, result.observation
+    assert "service.submit(" in result.hint, result.hint
+
+
+def test_practice_a_500_taken_for_a_refusal_hears_that_it_may_have_arrived(reference_cells):
+    result = result_of(practice_with(reference_cells, "practice-500-refused-at-once"), "practice-grant-error-classes")
+    assert not result.passed and "commit-then-500" in result.observation, result.observation
+    assert "may have arrived" in result.hint and "refused at once" not in result.hint, result.hint
+
+
+def test_practice_hints_name_causes_not_formulas():
+    hints = {row.id: row.hint for row in ROWS.values() if row.unit == "P"}
+    assert "2 **" not in hints["practice-grant-backoff"] and "uniform" not in hints["practice-grant-backoff"]
+    assert [r for r, h in hints.items() if "WHERE" in h or "UPDATE" in h] == []

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from lucy_runtime.errors import InvalidField
+from lucy_runtime.errors import BrokerRejected, InvalidField
 from lucy_runtime.practice import (
     Answered, CaseReceipt, CaseRefused, FakeBroker, FakeCaseService, FakeSeatService, NoAnswer, NotInAnExperiment,
     SeatScript, add_message, buggy_publish_one, case_digest, case_key, create_tables, from_fresh_process, open_case, read_messages,
@@ -22,6 +22,16 @@ def test_the_broker_appends_a_key_once_and_answers_a_replay_with_the_first_offse
     assert (again.offset, again.replayed) == (1, True)
     assert [(m.key, m.body) for m in read_messages(tmp_path / "broker.sqlite3")] == [("m1", "hello"), ("m2", "bye")]
     assert read_publish_keys(broker.log_path) == ["m1", "m1", "m2"] and other.offset == 2
+
+
+def test_the_broker_refuses_a_poison_payload_under_any_key_and_logs_each_request(tmp_path):
+    broker = FakeBroker(tmp_path / "broker.sqlite3", rejects=frozenset({"too large"}))
+    for key in ("m1", "m1-attempt-2"):
+        with pytest.raises(BrokerRejected):
+            broker.publish(key, "too large")
+    assert broker.publish("m2", "fine").offset == 1
+    assert read_publish_keys(broker.log_path) == ["m1", "m1-attempt-2", "m2"]
+    assert [m.key for m in broker.messages()] == ["m2"]
 
 
 def test_a_broker_log_that_was_never_made_reads_as_empty(tmp_path):
@@ -50,6 +60,13 @@ def test_a_lost_answer_still_grants_and_without_a_key_a_retry_grants_again(tmp_p
     assert isinstance(service.post_grant("ws-1", "u-1"), NoAnswer)
     assert service.post_grant("ws-1", "u-1") == Answered(201, "seat-2")
     assert [s.user_id for s in service.seats()] == ["u-1", "u-1"]
+
+
+def test_a_500_may_have_granted_the_seat_and_a_retry_gets_the_stored_answer(tmp_path):
+    service = FakeSeatService(tmp_path / "seats.sqlite3", script=[SeatScript.COMMIT_THEN_500])
+    assert service.post_grant("ws-1", "u-1", idempotency_key="k") == Answered(500)
+    assert service.post_grant("ws-1", "u-1", idempotency_key="k") == Answered(201, "seat-1")
+    assert len(service.seats()) == 1 and [p.status for p in service.posts()] == [500, 201]
 
 
 @pytest.mark.parametrize("script, status", [(SeatScript.THROTTLED, 429), (SeatScript.UNAVAILABLE, 503),

@@ -17,7 +17,7 @@ class PracticeSnapshot:
     outbox: list[dict]
     ledger: list[dict]
     messages: list[dict]
-    publishes: list[str]
+    publishes: list[dict]
     seats: list[dict]
     posts: list[dict]
     actions: list[dict]
@@ -32,9 +32,9 @@ class PracticeSnapshot:
         row = self.row(row_id)
         return sum(1 for m in self.messages if m["key"] == row_id or (row is not None and m["body"] == row["payload"]))
 
-    def publishes_of(self, key: str) -> int:
-        """How often the broker was asked to publish under ``key`` (refused and replayed publishes included)."""
-        return self.publishes.count(key)
+    def publishes_of(self, payload: str) -> list[str]:
+        """The key of every publish of ``payload`` the broker was asked for (refused and replayed ones included)."""
+        return [p["key"] for p in self.publishes if p["body"] == payload]
 
     def case(self, case_id: str) -> dict | None:
         return next((r for r in self.ledger if r["case_id"] == case_id), None)

@@ -73,10 +73,35 @@ PRACTICE_CASES: tuple[Case, ...] = (
          Edit("publish_one", "\"SELECT row_id, payload FROM outbox WHERE status IN ('pending', 'publishing') ORDER BY rowid LIMIT 1\"",
               "\"SELECT row_id, payload FROM outbox WHERE status IN ('pending', 'publishing') AND attempts < \" "
               "+ str(max_attempts) + \" ORDER BY rowid LIMIT 1\"")],
-        "publish_one stops picking a poison row once its attempts are spent, but leaves it 'publishing': it looks "
-        "like a row in flight for ever, and no person is told.",
+        "publish_one stops picking a row the worker dies on once its attempts are spent, but leaves it "
+        "'publishing': it looks like a row in flight for ever, and no person is told.",
         ["practice-publish-no-head-of-line"],
         "A dead letter needs a state of its own; a row that only stops moving is not set aside.",
+    ),
+    _case(
+        "practice-retry-permanent-refusal", UNIT,
+        [Edit("publish_one", """    try:
+        ack = broker.publish(row["row_id"], row["payload"])
+    except BrokerRejected:  # refused for good: a retry would be refused again
+        with store.transaction() as tx:
+            tx.execute("UPDATE outbox SET status = 'failed' WHERE row_id = ? AND status = 'publishing'",
+                       (row["row_id"],))
+        raise
+""", """    ack = broker.publish(row["row_id"], row["payload"])
+""")],
+        "publish_one lets a BrokerRejected leave the row 'publishing': a payload the broker refuses every time is "
+        "sent again on every run until the attempt cap sets it aside, and each retry delays the rows behind it.",
+        ["practice-publish-no-head-of-line"],
+        "A refusal that will never change is not a transient failure: the cap is for what may yet succeed.",
+    ),
+    _case(
+        "practice-500-refused-at-once", UNIT,
+        [Edit("grant_seat", "elif answer.status == 409 or answer.status >= 500:",
+              "elif answer.status == 409 or answer.status in (502, 503, 504):")],
+        "grant_seat takes a 500 for a refusal and stops, although the server may have granted the seat before it "
+        "failed: the seat is never reported, and the request is never retried.",
+        ["practice-grant-error-classes"],
+        "A 5xx is not a refusal: the request may have arrived. As in Unit B, it is unknown, and retried under the key.",
     ),
     _case(
         "practice-no-jitter", UNIT,
@@ -104,8 +129,8 @@ PRACTICE_CASES: tuple[Case, ...] = (
         "practice-publish-no-cap", UNIT,
         [Edit("publish_one", "        tx.execute(\"UPDATE outbox SET status = 'failed' WHERE status = 'publishing' "
                              "AND attempts >= ?\",\n                   (max_attempts,))\n", "")],
-        "publish_one always takes the oldest unsent row, with no attempt cap: a payload the broker refuses every "
-        "time is picked again on every run, and every row behind it waits (a head-of-line block).",
+        "publish_one always takes the oldest unsent row, with no attempt cap: a row the worker dies on while "
+        "publishing is picked again on every run, and every row behind it waits (a head-of-line block).",
         ["practice-publish-no-head-of-line"],
         "A retry needs a budget and a place to end: a dead letter a person can see, not the front of the queue.",
     ),
@@ -178,7 +203,12 @@ _PUBLISH_RETURNING = '''with store.transaction() as tx:
     ).fetchone()
 if row is None:
     return None
-ack = broker.publish(row[0], row[1])
+try:
+    ack = broker.publish(row[0], row[1])
+except BrokerRejected as refused:
+    with store.transaction() as tx:
+        tx.execute("UPDATE outbox SET status = 'dead' WHERE row_id = ? AND status = 'in_flight'", (row[0],))
+    raise refused
 with store.transaction() as tx:
     tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'in_flight'", (row[0],))
 return ack'''
@@ -197,10 +227,61 @@ for attempt in range(max_attempts):
     heard_nothing = heard_nothing or isinstance(answer, NoAnswer) or answer.status == 409 or answer.status >= 500
 return GrantResult(SeatOutcome.UNKNOWN if heard_nothing else SeatOutcome.EXHAUSTED, None, max_attempts)'''
 
+_PUBLISH_STATE_MACHINE = '''with store.transaction() as tx:
+    tx.execute_script("""
+        CREATE TRIGGER IF NOT EXISTS outbox_moves BEFORE UPDATE OF status ON outbox
+        WHEN NOT ((OLD.status = 'pending' AND NEW.status = 'claimed')
+               OR (OLD.status = 'claimed' AND NEW.status IN ('claimed', 'sent', 'dead')))
+        BEGIN SELECT RAISE(ABORT, 'outbox: a move the diagram does not draw'); END;
+    """)
+    while True:
+        row = tx.execute("SELECT row_id, payload, attempts FROM outbox WHERE status IN ('pending', 'claimed') "
+                         "ORDER BY rowid LIMIT 1").fetchone()
+        if row is None:
+            return None
+        if row["attempts"] < max_attempts:
+            break
+        tx.execute("UPDATE outbox SET status = 'dead' WHERE row_id = ?", (row["row_id"],))
+    tx.execute("UPDATE outbox SET status = 'claimed', attempts = attempts + 1 WHERE row_id = ?", (row["row_id"],))
+try:
+    ack = broker.publish(row["row_id"], row["payload"])
+except BrokerRejected:
+    with store.transaction() as tx:
+        tx.execute("UPDATE outbox SET status = 'dead' WHERE row_id = ?", (row["row_id"],))
+    raise
+with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ?", (row["row_id"],))
+return ack'''
+
+_RECOVER_ONE_UPDATE = '''settled = 0
+for row in store.query("SELECT case_id, tenant, proposal FROM ledger WHERE intent = 'sent' AND receipt IS NULL"):
+    key, mine = case_key(row["tenant"], row["case_id"]), case_digest(row["proposal"])
+    held = service.lookup(key)
+    if held is None:
+        held = service.submit(key, row["proposal"])
+    if isinstance(held, CaseReceipt) and held.digest == mine:
+        outcome = ("sent", held.receipt_id, None)
+    elif isinstance(held, CaseReceipt):
+        outcome = ("conflict", None, f"{key} holds another proposal (digest {held.digest}, ours {mine})")
+    else:
+        outcome = ("refused", None, held.reason)
+    with store.transaction() as tx:
+        tx.execute("UPDATE ledger SET intent = ?, receipt = ?, note = ? "
+                   "WHERE case_id = ? AND intent = 'sent' AND receipt IS NULL", (*outcome, row["case_id"]))
+    settled += outcome[1] is not None
+return settled'''
+
 PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-update-returning", UNIT, (Edit("publish_one", None, _PUBLISH_RETURNING),),
-         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'; a row out of attempts is no longer picked.", (), ""),
+         "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'; a row out of attempts is no "
+         "longer picked; a refused row goes to 'dead' at once.", (), ""),
     Case("practice-grant-equal-jitter", UNIT, (Edit("grant_seat", None, _GRANT_EQUAL_JITTER),),
          "The request id itself as the key, pauses before each retry with 'equal jitter', status classes as sets.",
          (), ""),
+    Case("practice-publish-state-machine-trigger", UNIT, (Edit("publish_one", None, _PUBLISH_STATE_MACHINE),),
+         "States of its own (claimed, dead), guarded by a trigger that refuses every move its diagram does not draw "
+         "instead of guards in each WHERE; a spent row is set aside when it is next found, not in a sweep.", (), ""),
+    Case("practice-recover-one-update", UNIT, (Edit("recover_cases", None, _RECOVER_ONE_UPDATE),),
+         "Decides each case's outcome first and settles it in one UPDATE; a digest mismatch is kept as 'conflict' "
+         "with both digests in the note, a refusal as 'refused'.", (), ""),
 )

@@ -309,10 +309,10 @@ REVEALS: dict[str, tuple[str, ...]] = {
     "further: bug": (r"The loop ran once", r"loop runs: 1\b"),
     "further: release": (r"The worker's name came back; the generation did not", r"generation 2, so the fence refuses it"),
     "0-10 kill window": (r"The bug:", r"m1 says `sent` and the broker holds nothing"),
-    "10-35 resume": (r"publishing --> publishing: crash, then the next run",),
+    "10-35 resume": (r"publishing --> publishing: crash, then the next run", r"A fresh key\s+per attempt would be a new message"),
     "35-55 grants": (r"answer lost once[^\n]{0,40}granted",),
     "55-75 crash": (r"\| C01 \| calder \| replace pump P-7 \| sent \| \(null\) \|",),
-    "55-75 recover": (r"recovered: 1 \| actions at the service: 1",),
+    "55-75 recover": (r"recovered: 1 \| actions at the service: 1", r"\| resend from the ledger \| a second request"),
 }
 
 _SOLUTION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS).*?### END (SOLUTION|HIDDEN TESTS)", re.S)

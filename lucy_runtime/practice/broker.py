@@ -8,8 +8,9 @@ the attempt. (Kafka's "idempotent producer" is another thing: it deduplicates on
 producer session's retries by sequence number, and a restarted process is a new
 session, so it would not absorb the resumed publish this exercise is about.)
 
-``rejects`` names keys whose messages the broker refuses every time (a poison
-payload): ``publish`` raises ``BrokerRejected`` for them and stores nothing.
+``rejects`` names payloads the broker refuses every time (a poison payload, under
+whatever key it comes): ``publish`` records the request, raises ``BrokerRejected``
+and stores nothing.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class FakeBroker:
         self._probe("send", f"publish {key}")
         with self._log.transaction() as conn:
             conn.execute("INSERT INTO request (key, body) VALUES (?, ?)", (key, body))
-        if key in self._rejects:
+        if body in self._rejects:
             raise BrokerRejected(f"the broker refuses message {key!r}: it will never take this payload")
         with self._log.transaction() as conn:
             known = conn.execute("SELECT offset FROM message WHERE key = ?", (key,)).fetchone()
@@ -87,5 +88,5 @@ def read_messages(log_path: str | os.PathLike[str]) -> list[Message]:
 
 
 def read_publish_keys(log_path: str | os.PathLike[str]) -> list[str]:
-    """The key of every publish the broker received, in order (replays included)."""
+    """The key of every publish the broker received, in order (replays and refusals included)."""
     return [key for (key,) in read_rows(log_path, "SELECT key FROM request ORDER BY seq")]

@@ -49,7 +49,8 @@ def snapshot(db: str, log: str) -> dict:
         "outbox": tables["outbox"], "ledger": tables["ledger"], "problems": problems,
         "messages": [dict(zip(("offset", "key", "body"), r))
                      for r in read_rows(log, "SELECT offset, key, body FROM message ORDER BY offset")],
-        "publishes": [k for (k,) in read_rows(log, "SELECT key FROM request ORDER BY seq")] if broker else [],
+        "publishes": [dict(zip(("key", "body"), r)) for r in read_rows(
+            log, "SELECT key, body FROM request ORDER BY seq")] if broker else [],
         "seats": [dict(zip(("seat_id", "workspace_id", "user_id", "key"), r)) for r in read_rows(
             log, "SELECT seat_id, workspace_id, user_id, idempotency_key FROM seat ORDER BY rowid")],
         "posts": [dict(zip(("user_id", "key", "behaviour", "status"), r)) for r in read_rows(

@@ -5,6 +5,8 @@ behaviour of the next posts in order (posts past its end succeed):
 
 * ``OK``: grant the seat, answer 201 with its id;
 * ``COMMIT_THEN_TIMEOUT``: grant the seat, then the answer is lost (the client sees a timeout);
+* ``COMMIT_THEN_500``: grant the seat, then fail before answering: the client sees a 500
+  (a 5xx may have arrived, as Unit B says);
 * ``RESET``: the connection resets before the service reads the request (nothing granted);
 * ``THROTTLED`` 429, ``UNAVAILABLE`` 503: come back later (nothing granted);
 * ``IN_PROGRESS`` 409: a request with this key is still being processed (nothing granted
@@ -35,6 +37,7 @@ from .service_log import Probe, ServiceLog, no_probe, read_rows
 class SeatScript(Enum):
     OK = "ok"
     COMMIT_THEN_TIMEOUT = "commit-then-timeout"
+    COMMIT_THEN_500 = "commit-then-500"  # granted, then the server failed before it answered: a 500
     RESET = "reset"
     THROTTLED = "429"
     IN_PROGRESS = "409"
@@ -151,11 +154,13 @@ class FakeSeatService:
             answer = self._answer(conn, behaviour, workspace_id, user_id, idempotency_key)
             conn.execute("INSERT INTO post (seq, workspace_id, user_id, idempotency_key, behaviour, status) "
                          "VALUES (?, ?, ?, ?, ?, ?)", (seq, workspace_id, user_id, idempotency_key, behaviour.value,
-                                                       answer.status if isinstance(answer, Answered) else None))
+                                                       _sent_status(behaviour, answer)))
         if isinstance(answer, Answered) and answer.status == 201:
             self._probe("accepted", f"seat {answer.seat_id} granted")
         if behaviour is SeatScript.COMMIT_THEN_TIMEOUT:
             return NoAnswer("timeout: no response within the deadline")
+        if behaviour is SeatScript.COMMIT_THEN_500:
+            return Answered(500)
         return answer
 
     @staticmethod
@@ -180,6 +185,13 @@ class FakeSeatService:
 
     def posts(self) -> list[Post]:
         return read_posts(self._log.path)
+
+
+def _sent_status(behaviour: SeatScript, answer: SeatAnswer) -> int | None:
+    """The status the service logged: 500 for a grant it failed to answer, else the answer it made."""
+    if behaviour is SeatScript.COMMIT_THEN_500:
+        return 500
+    return answer.status if isinstance(answer, Answered) else None
 
 
 def read_seats(log_path: str | os.PathLike[str]) -> list[Seat]:

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ...errors import BrokerRejected
-from ...practice import (Ack, FakeBroker, FakeCaseService, FakeSeatService, GrantResult, SeatEvent, SeatOutcome,
-                         SeatScript, add_message, buggy_publish_one, case_key, create_tables, open_case, send_case)
+from ...practice import (Ack, Broker, FakeBroker, FakeSeatService, GrantResult, SeatEvent, SeatOutcome, SeatScript,
+                         add_message, buggy_publish_one, create_tables)
+from ...engine import child as _child
 from ...engine.child import PROBE
 from ...engine.faults import Count, KillAt, Stop
 from ..harness import Ctx, Harness, broken
@@ -59,7 +60,7 @@ def look(scenarios: list, logs: list | None = None, *, tables: bool = True) -> l
 # --- calls into learner code, in the child: plain values back, or a contract break --------------
 
 
-def publish(c: Ctx, broker: FakeBroker, **settings: Any) -> str | None:
+def publish(c: Ctx, broker: Broker, **settings: Any) -> str | None:
     value = c.fn("publish_one")(c.store, broker, **settings)
     if value is not None and not isinstance(value, Ack):
         raise broken(value, f"publish_one returned {value!r}; it should return the broker's Ack, or None when "
@@ -75,13 +76,6 @@ def grant(c: Ctx, service: FakeSeatService, event: SeatEvent, sleep: Callable[[f
     return {"outcome": value.outcome.value, "seat_id": value.seat_id}
 
 
-def recover(c: Ctx, service: FakeCaseService) -> int:
-    value = c.fn("recover_cases")(c.store, service)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise broken(value, f"recover_cases returned {value!r}; it should return how many rows it recovered")
-    return value
-
-
 def still_there(found: dict | None, what: str) -> dict:
     """A row the checker's own setup wrote, as the observer found it; only the learner's code can have
     deleted it, and a row it deleted can no longer say whether it was sent."""
@@ -92,10 +86,6 @@ def still_there(found: dict | None, what: str) -> dict:
 
 def broker(c: Ctx) -> FakeBroker:
     return FakeBroker(c.scenario.log, probe=PROBE)
-
-
-def case_service(c: Ctx) -> FakeCaseService:
-    return FakeCaseService(c.scenario.log, probe=PROBE)
 
 
 def practice_sweep(p: Harness, name: str, setup: Callable[[Ctx], Any], call: Callable[[Ctx, Any], Any],
@@ -165,8 +155,9 @@ def practice_kill_window(h: Harness) -> str:
 @row("practice-in-flight-resume", unit=UNIT, topic="in-flight",
      covers="Exercise 1: a crash just before or just after the broker publish leaves a distinct in-flight state; "
             "the next run publishes the row once, keyed by its row id, and records it sent",
-     hint="Commit 'publishing' before calling the broker, pick 'pending' and 'publishing' rows, publish with the "
-          "row id as the key, and write 'sent' only after publish returned.")
+     hint="A crash between your commit and the broker's answer must leave the row in a state that says it may be "
+          "on its way, one the next run picks up; and the next run's publish must be one the broker recognises as "
+          "the same message.")
 def practice_in_flight_resume(h: Harness) -> str:
     moments = (("send", "just before the broker received it"), ("accepted", "just after the broker stored it"))
     with practice(h) as p:
@@ -194,15 +185,16 @@ def practice_in_flight_resume(h: Harness) -> str:
         expect(status != "sent", f"stopped {when}, the row says 'sent' while the broker "
                f"{'is empty' if moment == 'send' else 'has not answered'}: the status was written before publish returned")
         expect(status not in ("pending", None), f"stopped {when}, the row is {status!r}: nothing says it may be "
-               "on its way", "Mark the row with a state of its own (for example 'publishing') and commit it "
-               "before you call the broker.")
+               "on its way", "Nothing committed before the broker call tells the next run this row may already be "
+               "at the broker: a row on its way needs a state that differs from a row never tried.")
     for snap, row_id, answer, (_, when) in zip(resumed, row_ids, answers, moments):
+        one_key(snap, payload, f"stopped {when}, then run again", "the row")
         got, messages = still_there(snap.row(row_id), "the outbox row"), snap.messages_for(row_id)
         expect(got["status"] == "sent" and messages == 1,
                f"stopped {when}, then run again, the row is {got['status']!r} and the broker holds {messages} "
                "messages for it, not 'sent' and 1",
-               "Pick up 'publishing' rows again, and publish with the row id as the key: the broker ignores a key "
-               "it has seen, so a second publish of the same row adds nothing.")
+               "A row left on its way must be picked up again, and published so the broker recognises it: the "
+               "broker ignores only a key it has seen.")
         expect(answer[1] is None, f"the run after the row was sent answered {answer[1]!r}, not None")
     return f"the crashes left {states[0]!r} and {states[1]!r}; each next run published the row once and recorded it sent"
 
@@ -210,14 +202,15 @@ def practice_in_flight_resume(h: Harness) -> str:
 @row("practice-publish-sweep", unit=UNIT, topic="in-flight",
      covers="Exercise 1: publish_one killed at every write, commit and broker call, then run again: never 'sent' "
             "without a message, never two messages for one row",
-     hint="Each step must leave a state the next run can finish: 'publishing' committed before the publish, the "
-          "row id as the key, 'sent' only after the broker answered.")
+     hint="For each moment the process could die, ask what the next run finds: the table must never claim more "
+          "than the broker has, and a second publish must be one the broker recognises as the same message.")
 def practice_publish_sweep(h: Harness) -> str:
     with practice(h) as p:
         rows = [(f"m-{p.token()}", f"order {p.token(4)} shipped") for _ in range(2)]
 
         def judge(snap: PracticeSnapshot, where: str) -> None:
-            for (row_id, _), which in zip(rows, ("first", "second")):
+            for (row_id, payload), which in zip(rows, ("first", "second")):
+                one_key(snap, payload, where, f"the {which} outbox row")
                 got, messages = snap.row(row_id), snap.messages_for(row_id)
                 expect(messages <= 1, f"{where}, the broker holds {messages} messages for the {which} outbox row")
                 expect(got is not None and got["status"] == "sent" and messages == 1,
@@ -230,50 +223,94 @@ def practice_publish_sweep(h: Harness) -> str:
     return f"{len(points)} crash points in publish_one: every row ended sent, with exactly one message"
 
 
+class DiesOn:
+    """A broker, and one payload that kills the process publishing it, every time (no ``except`` runs)."""
+
+    def __init__(self, broker: FakeBroker, payload: str):
+        self.broker, self.payload = broker, payload
+
+    def publish(self, key: str, body: str) -> Ack:
+        if body == self.payload:
+            _child.request_stop()
+        return self.broker.publish(key, body)
+
+
+def one_key(snap: PracticeSnapshot, payload: str, where: str, what: str) -> None:
+    """Every publish of one row carried the same key; a key made per attempt is named as the cause."""
+    keys = set(snap.publishes_of(payload))
+    expect(len(keys) <= 1, f"{where}, the broker received {what} under {len(keys)} different keys",
+           "The broker knows a message again only by its key: a key that changes between attempts makes every "
+           "retry a new message. Name the row, not the attempt.")
+
+
+def set_aside(left: dict, in_flight: str | None, which: str, why: str) -> None:
+    expect(left["status"] not in ("sent", "pending"), f"{which} ended {left['status']!r}: {why}, and nothing says "
+           "it was set aside")
+    expect(left["status"] != in_flight,
+           f"{which} ended {left['status']!r}, the state of a row being published right now: a person cannot tell "
+           "it from one in flight, and nothing will ever move it",
+           "A row that will never go out needs a state of its own (a dead letter), where a person sees it.")
+
+
 @row("practice-publish-no-head-of-line", unit=UNIT, topic="in-flight",
-     covers="Exercise 1: a row the broker refuses every time (a poison payload) is tried at most max_attempts "
-            "times, then set aside where a person can see it; the rows behind it are published",
-     hint="Count each attempt when you mark the row 'publishing'. Pick only rows with fewer than max_attempts "
-          "attempts, and mark a 'publishing' row that has used them all 'failed' (a dead letter), so the oldest "
-          "row cannot hold up every row behind it.")
+     covers="Exercise 1: a payload the broker refuses every time is sent once, not retried up to the cap, and set "
+            "aside; a row whose publish kills the worker every time is tried at most max_attempts times, then set "
+            "aside; neither is left looking in flight, and the rows behind them are published",
+     hint="A row that cannot go out must stop being the oldest candidate. A refusal will be the same next time, so a "
+          "retry only delays the rows behind it. A row that kills the process never reaches an except: only what "
+          "was committed before its publish can count its attempts.")
 def practice_publish_no_head_of_line(h: Harness) -> str:
     with practice(h) as p:
-        s = p.scenario("head-of-line")
-        poison, behind = f"m-{p.token()}", f"m-{p.token()}"
+        refused, crashing = p.scenario("refused-first"), p.scenario("dies-first")
+        poison, behind, killer, after = (f"m-{p.token()}" for _ in range(4))
+        bad, deadly = f"order {p.token(4)} with a payload the broker refuses", f"order {p.token(4)} the worker dies on"
 
-        def script(c: Ctx):
-            outbox_with(c, (poison, f"order {p.token(4)} with a payload the broker refuses"),
-                        (behind, f"order {p.token(4)} shipped"))
-            refusing = FakeBroker(c.scenario.log, probe=PROBE, rejects=frozenset({poison}))
-            answers, in_flight = [], None
-            for _ in range(8):  # a worker that goes on after each error, as a supervisor would restart it
+        def refusals(c: Ctx) -> list:
+            outbox_with(c, (poison, bad), (behind, f"order {p.token(4)} shipped"))
+            broker = FakeBroker(c.scenario.log, probe=PROBE, rejects=frozenset({bad}))
+            answers: list = []
+            for _ in range(6):  # a worker that goes on after each error, as a supervisor would restart it
                 try:
-                    answers.append(publish(c, refusing, max_attempts=3))
+                    answers.append(publish(c, broker, max_attempts=3))
                 except BrokerRejected:
                     answers.append("rejected")
-                if in_flight is None:  # the state a row is in while it is being published, as this code names it
-                    in_flight = c.store.query("SELECT status FROM outbox WHERE row_id = ?", (poison,))[0]["status"]
-            return answers, in_flight
+            return answers
 
-        answers, in_flight = ok(s.run(script), "publish_one, eight times, with a poison row first in the outbox")
-        snap = look([s])[0]
-    tried = snap.publishes_of(poison)
-    got = still_there(snap.row(behind), "the outbox row behind the poison row")
-    expect(tried <= 3, f"the poison row was sent to the broker {tried} times with max_attempts=3",
-           "Stop picking a row once it has used max_attempts attempts.")
-    expect(got["status"] == "sent" and snap.messages_for(behind) == 1,
-           f"after eight runs the row behind the poison row is {got['status']!r} with "
-           f"{snap.messages_for(behind)} messages: the first row held up every row behind it")
-    left = still_there(snap.row(poison), "the poison row")
-    expect(left["status"] not in ("sent", "pending"), f"the poison row ended {left['status']!r}: "
-           "it was never published, and nothing says it was set aside")
-    expect(left["status"] != in_flight,
-           f"the poison row ended {left['status']!r}, the state of a row being published right now: a person "
-           "cannot tell it from one in flight, and nothing will ever move it",
-           "Set a row that has used its attempts aside in a state of its own (a dead letter), where a person sees it.")
-    expect(answers[-1] is None, f"the last run answered {answers[-1]!r}, not None: a row is still being picked")
-    return (f"the poison row was tried {tried} times and ended {left['status']!r}; the row behind it was "
-            "published once")
+        answers = ok(refused.run(refusals), "publish_one, six times, with a refused payload first in the outbox")
+        ok(crashing.run(lambda c: outbox_with(c, (killer, deadly), (after, f"order {p.token(4)} shipped"))),
+           "preparing the outbox")
+        crashed: list[bool] = []
+        in_flight, last = None, None
+        for n in range(6):
+            result = crashing.run(lambda c: publish(c, DiesOn(FakeBroker(c.scenario.log), deadly), max_attempts=3),
+                                  plan=Stop)
+            crashed.append(result.status == "crashed")
+            if not crashed[-1]:
+                last = ok(result, f"publish_one, run {n + 1}, with a row the worker dies on first")
+            if n == 0 and result.status == "crashed":  # the state of a row being published, as this code names it
+                in_flight = ok(crashing.run(lambda c: c.store.query(
+                    "SELECT status FROM outbox WHERE row_id = ?", (killer,))[0]["status"]), "reading the row")
+        snaps = look([refused, crashing])
+    tried = len(snaps[0].publishes_of(bad))
+    expect(tried <= 1, f"the broker refused the first row for good, and was asked {tried} times with max_attempts=3",
+           "A refusal that will never change is not worth a retry: each one only delays the rows behind it. Set the "
+           "row aside the first time the broker refuses it.")
+    for snap, row_id, which in ((snaps[0], behind, "the refused row"), (snaps[1], after, "the row the worker dies on")):
+        got = still_there(snap.row(row_id), f"the outbox row behind {which}")
+        expect(got["status"] == "sent" and snap.messages_for(row_id) == 1,
+               f"after six runs the row behind {which} is {got['status']!r} with {snap.messages_for(row_id)} "
+               f"messages: {which} held up every row behind it")
+    set_aside(still_there(snaps[0].row(poison), "the refused row"), in_flight, "the refused row", "it was never published")
+    died = crashed.count(True)
+    expect(died <= 3, f"the worker died on the same row {died} times with max_attempts=3",
+           "Count an attempt in the same commit that marks the row as on its way: a process that dies during the "
+           "publish never reaches code after it, so the next run must see the attempt already counted.")
+    set_aside(still_there(snaps[1].row(killer), "the row the worker dies on"), in_flight, "the row the worker dies on",
+              "it was never published")
+    expect(answers[-1] is None and not crashed[-1] and last is None,
+           "the last run still picked a row, not None: a row that will never go out is still a candidate")
+    return (f"the refused row was sent {tried} time and set aside; the row the worker dies on was tried {died} "
+            "times and set aside; the rows behind both were published once")
 
 
 # --- exercise 2: the retried grant ---------------------------------------------------------------
@@ -314,8 +351,8 @@ def _named(steps: list[SeatScript]) -> str:
 @row("practice-grant-at-most-once", unit=UNIT, topic="grant",
      covers="Exercise 2: under every scripted failure (lost answers, resets, 503, 429) and a redelivered event, at "
             "most one seat per request id; a confirmed grant names the service's seat",
-     hint="Derive the idempotency key from event.request_id once, and send it on every attempt. Never make a key "
-          "per attempt, and never retry without one.")
+     hint="The service recognises a retry only by its idempotency key: the key must name the request (the event's "
+          "request id), and stay the same on every attempt and every redelivery.")
 def practice_grant_at_most_once(h: Harness) -> str:
     lost, reset = SeatScript.COMMIT_THEN_TIMEOUT, SeatScript.RESET
     scripts = [[lost], [reset], [lost, lost], [SeatScript.UNAVAILABLE, lost, SeatScript.THROTTLED], [reset, lost, reset],
@@ -325,10 +362,12 @@ def practice_grant_at_most_once(h: Harness) -> str:
     for steps, answer, snap in zip(scripts, answers, snaps):
         seats = snap.seats
         keys = {post["key"] for post in snap.posts}
+        expect(None not in keys, f"with {_named(steps)}, a post carried no idempotency key")
+        expect(len(keys) == 1, f"with {_named(steps)}, the attempts for one request carried {len(keys)} different keys",
+               "A key that changes between attempts makes the service take each retry for a new request: after a lost "
+               "answer, that is a second seat. Name the request, not the attempt.")
         expect(len(seats) <= 1, f"with {_named(steps)}, then the event delivered again, the service granted "
                f"{len(seats)} seats for one request (keys sent: {sorted(map(str, keys))})")
-        expect(None not in keys, f"with {_named(steps)}, a post carried no idempotency key")
-        expect(len(keys) == 1, f"with {_named(steps)}, the attempts for one request carried {len(keys)} different keys")
         expect(len(seats) == 1, f"with {_named(steps)}, no seat was granted")
         for got in (answer, answer["again"]):
             if got["outcome"] == "granted":
@@ -343,17 +382,20 @@ def practice_grant_at_most_once(h: Harness) -> str:
 
 
 @row("practice-grant-error-classes", unit=UNIT, topic="grant",
-     covers="Exercise 2: 400, 403 and 422 stop at once; 409 (the first request with this key is still being "
-            "processed), 429 and 503 are retried with the same key; a timeout or reset is UNKNOWN, never a failure, "
-            "and so is giving up after a 409 or a 503, which may have granted the seat; EXHAUSTED only after 429s",
-     hint="A 409, a 5xx or no answer may have granted the seat, so giving up after one of them is UNKNOWN, never "
-          "EXHAUSTED; 429 (and 408, 425) prove nothing was done yet; other 4xx will never work and stop at once. "
-          "Every retry carries the same key.")
+     covers="Exercise 2: 400 and 403 stop at once; 409 (the first request with this key is still being "
+            "processed), 429, a 500 after the service granted the seat, and 503 are retried with the same key; a "
+            "timeout or reset is UNKNOWN, never a failure, and so is giving up after a 409 or a 5xx, which may have "
+            "granted the seat; EXHAUSTED only after 429s",
+     hint="A 409, a 5xx or no answer may have granted the seat (the request may have arrived), so giving up after "
+          "one of them is UNKNOWN, never EXHAUSTED, and never a refusal; 408, 425 and 429 prove nothing was done "
+          "yet; other 4xx will never work and stop at once. Every retry carries the same key.")
 def practice_grant_error_classes(h: Harness) -> str:
     cases = [
         ([SeatScript.BAD_REQUEST], "refused", 1, 0),
         ([SeatScript.FORBIDDEN], "refused", 1, 0),
         ([SeatScript.UNAVAILABLE, SeatScript.OK], "granted", 2, 1),
+        ([SeatScript.COMMIT_THEN_500, SeatScript.OK], "granted", 2, 1),
+        ([SeatScript.COMMIT_THEN_500] * 3, "unknown", 3, 1),
         ([SeatScript.IN_PROGRESS, SeatScript.OK], "granted", 2, 1),
         ([SeatScript.THROTTLED, SeatScript.THROTTLED], "granted", 3, 1),
         ([SeatScript.THROTTLED] * 3, "exhausted", 3, 0),
@@ -372,15 +414,15 @@ def practice_grant_error_classes(h: Harness) -> str:
         if outcome == "refused":
             expect(not slept, f"with {_named(steps)}, grant_seat paused {slept} before giving up on a request that "
                    "can never work")
-    return ("400/403 refused at once; 409 (in progress), 429 and 503 retried; timeouts, resets, and giving up "
-            "after 409s or 503s left UNKNOWN; only throttling exhausted")
+    return ("400/403 refused at once; 409 (in progress), 429, 500 and 503 retried; timeouts, resets, and giving up "
+            "after 409s or 5xx left UNKNOWN; only throttling exhausted")
 
 
 @row("practice-grant-backoff", unit=UNIT, topic="grant",
      covers="Exercise 2: retries stop at max_attempts; the pauses are bounded, grow from attempt to attempt, and "
             "carry jitter drawn from the given rng",
-     hint="Pause with sleep(rng.uniform(0, min(cap, base * 2 ** attempt))): it grows, it is capped, and two "
-          "clients that failed together do not come back together.")
+     hint="A struggling service needs more room after each failure, but no client should wait without bound; and "
+          "clients that failed together come back together unless part of each pause is drawn at random from rng.")
 def practice_grant_backoff(h: Harness) -> str:
     with practice(h) as p:
         s = p.scenario("backoff")
@@ -415,98 +457,3 @@ def practice_grant_backoff(h: Harness) -> str:
     expect(growth[2] >= 2 * growth[0], f"the longest pauses at attempts 1, 2 and 3 were {[round(g, 3) for g in growth]}: "
            "they do not grow, so a struggling service gets no room")
     return f"capped at max_attempts; pauses jittered and growing (longest per attempt: {[round(g, 3) for g in growth]})"
-
-
-# --- exercise 3: kill the worker -------------------------------------------------------------------
-
-
-@row("practice-recover-from-receipt", unit=UNIT, topic="recover",
-     covers="Exercise 3: after the worker dies between sending and recording, recovery takes the receipt from the "
-            "service by the case's key, sends only what the service lacks, and never a duplicate request",
-     hint="For each 'sent' row without a receipt: service.lookup(case_key(tenant, case_id)). Store a receipt whose "
-          "digest is case_digest(your proposal); submit once, with the same key, only when the look-up finds "
-          "nothing; record a refusal (intent 'refused', the reason in note) instead of skipping it.")
-def practice_recover_from_receipt(h: Harness) -> str:
-    with practice(h) as p:
-        s = p.scenario("recover")
-        tenant = f"t{p.token(4)}"
-        committed, lost, done, fresh, clash = (f"C{p.rng.randint(100, 999)}{p.token(3)}" for _ in range(5))
-        keys = {case: case_key(tenant, case) for case in (committed, lost, done, fresh, clash)}
-
-        def setup(c: Ctx):
-            create_tables(c.store)
-            for case in (committed, lost, done, fresh, clash):
-                open_case(c.store, tenant, case, f"replace pump P-{p.token(3)} for {case}")
-            send_case(c.store, FakeCaseService(c.scenario.log), done)
-            # another proposal already holds the clash's key at the service: its own send is refused, unrecorded
-            FakeCaseService(c.scenario.log).submit(keys[clash], f"replace valve V-{p.token(3)} for {clash}")
-            send_case(c.store, FakeCaseService(c.scenario.log), clash)
-
-        ok(s.run(setup), "preparing the ledger")
-        ok(s.run(lambda c: send_case(c.store, case_service(c), committed), plan=lambda: KillAt(1, kinds=("accepted",))),
-           "the worker dies after the service committed", expect="crashed", harness=p)
-        ok(s.run(lambda c: send_case(c.store, case_service(c), lost), plan=lambda: KillAt(1, kinds=("send",))),
-           "the worker dies before its request left", expect="crashed", harness=p)
-        first = ok(s.run(lambda c: recover(c, case_service(c))), "recover_cases in a new process")
-        second = ok(s.run(lambda c: recover(c, case_service(c))), "recover_cases once more")
-        snap = look([s])[0]
-    receipts = {a["key"]: a["receipt_id"] for a in snap.actions}
-    for case, what in ((committed, "the service had committed"), (lost, "the request never arrived")):
-        got = snap.case(case)
-        expect(got is not None and got["receipt"] == receipts.get(keys[case]),
-               f"when {what}, the ledger holds receipt {got and got['receipt']!r}; the service's record says "
-               f"{receipts.get(keys[case])!r}", "Take the receipt from service.lookup(...) or service.submit(...), "
-               "never from the ledger or a value you make up.")
-        expect(snap.submits(keys[case]) == 1, f"when {what}, the service received {snap.submits(keys[case])} submit "
-               "requests for the case, not 1", "Ask the service first: submit only when lookup finds nothing.")
-    expect(len(snap.actions) == 4 and len(receipts) == 4,
-           f"the service holds {len(snap.actions)} actions for 3 sent cases and one other proposal")
-    refused = still_there(snap.case(clash), "the case whose key holds another proposal")
-    expect(refused["receipt"] is None, f"a case whose key holds another proposal at the service got receipt "
-           f"{refused['receipt']!r}: that action is not this case's",
-           "Compare the receipt's digest with case_digest(the row's proposal) before you store it.")
-    expect(refused["intent"] != "sent", f"a case the service refused still says {refused['intent']!r}: "
-           "nothing records the refusal", "Record a refusal in the ledger (intent 'refused', the reason in note) "
-           "so a person sees it and the next run leaves it alone.")
-    expect(still_there(snap.case(done), "the case that already had its receipt")["receipt"] == receipts[keys[done]]
-           and snap.submits(keys[done]) == 1,
-           "recovery touched a case that already had its receipt")
-    expect(still_there(snap.case(fresh), "the case whose worker never sent it")["intent"] == "new" and snap.submits(keys[fresh]) == 0,
-           "recovery sent a case whose worker never recorded an intent")
-    expect((first, second) == (2, 0), f"recover_cases answered {first} and then {second}; 2 rows needed it, then none")
-    return ("both stranded cases carry the service's own receipt; one submit request per case, none twice; the "
-            "case whose key holds another proposal is recorded as refused")
-
-
-@row("practice-recover-sweep", unit=UNIT, topic="recover",
-     covers="Exercise 3: recovery killed at every write, commit and service call, then run again: one action per "
-            "case, each ledger row with the service's receipt",
-     hint="Record each receipt in its own committed transaction, and ask the service again on the next run: the "
-          "look-up finds what an interrupted run already submitted.")
-def practice_recover_sweep(h: Harness) -> str:
-    with practice(h) as p:
-        tenant = f"t{p.token(4)}"
-        committed, lost = f"C{p.token(5)}", f"C{p.token(5)}"
-
-        def setup(c: Ctx):
-            create_tables(c.store)
-            for case in (committed, lost):
-                open_case(c.store, tenant, case, f"replace pump for {case}")
-            with c.store.transaction() as tx:  # the worker recorded its intent and died, twice
-                tx.execute("UPDATE ledger SET intent = 'sent'")
-            FakeCaseService(c.scenario.log).submit(case_key(tenant, committed), f"replace pump for {committed}")
-
-        def judge(snap: PracticeSnapshot, where: str) -> None:
-            receipts = {a["key"]: a["receipt_id"] for a in snap.actions}
-            expect(len(snap.actions) == 2, f"{where}, the service holds {len(snap.actions)} actions for 2 cases")
-            for case, which in ((committed, "the case the service had committed"), (lost, "the case it never got")):
-                key, got = case_key(tenant, case), still_there(snap.case(case), which)
-                expect(got["receipt"] == receipts.get(key),
-                       f"{where}, {which} holds receipt {got['receipt']!r}, the service {receipts.get(key)!r}")
-                expect(snap.submits(key) == 1, f"{where}, the service received {snap.submits(key)} submits for {which}")
-
-        points = practice_sweep(p, "recover", setup, lambda c, _: recover(c, case_service(c)), judge,
-                                after=lambda c: recover(c, case_service(c)),
-                                roles={case_key(tenant, committed): "the committed case's key",
-                                       case_key(tenant, lost): "the lost case's key"})
-    return f"{len(points)} crash points in recover_cases: one action and the service's receipt for each case"

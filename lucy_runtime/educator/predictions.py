@@ -14,6 +14,7 @@ Prompts without a key are listed with their predictions, for the educator to rea
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -251,22 +252,46 @@ KEYS: dict[str, Key] = {key.block: key for key in (
 
 
 # --- predictions come before their answers ---------------------------------------------------
+#
+# What a prediction asks is read from the page itself: its "Predict." paragraph, and the answer
+# the page gives after it: the opening sentence of the paragraph right after the prompt, when the
+# page goes on in prose ("before you read on"), and of the paragraph right after the experiment
+# that records the block's evidence, with the table or sketch that sentence introduces. A
+# statement earlier on the learner's path that holds nearly all of an answer statement's words,
+# weighted by how rare each is, states that answer before it is asked.
 
 @dataclass(frozen=True)
 class Page:
-    """One page a learner reads, as the cells (or, for a Markdown chapter, the sections) it shows in order."""
+    """One page a learner reads, as the cells (or, for a Markdown chapter, the sections) it shows in order.
+
+    ``prose`` says which cells are Markdown; empty means every cell is (a chapter page)."""
 
     name: str
     cells: tuple[str, ...]
+    prose: tuple[bool, ...] = ()
+
+    def is_prose(self, cell: int) -> bool:
+        return not self.prose or self.prose[cell]
 
 
 @dataclass(frozen=True)
 class Place:
     page: int  # the page's index on the learner's path
     cell: int
+    at: int = 0  # where in the cell, in characters
 
     def before(self, other: "Place") -> bool:
-        return (self.page, self.cell) < (other.page, other.cell)
+        return (self.page, self.cell, self.at) < (other.page, other.cell, other.at)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A prompt, where it is asked, and the statements the page gives as its answer."""
+
+    block: str
+    asked: Place  # where its "Predict." paragraph starts
+    prompt: str
+    answer: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -275,58 +300,37 @@ class Spoiler:
 
     block: str
     asked: str  # page and cell of the prompt
-    shown: str  # page and cell of the first text that shows the answer
-    text: str  # what that text says
+    shown: str  # page and cell of the earlier statement
+    text: str  # what that statement says
+    answer: str  # the answer statement it repeats
 
 
-REVEALS: dict[str, tuple[str, ...]] = {
-    # Each prediction, by its block, and what shows its answer: patterns (regular expressions,
-    # case-insensitive) over what the learner reads, cell by cell: prose, code, and a check whose
-    # output answers it. A new prompt gets its patterns here; the test fails while one is missing.
-    "0-5 restart": (r"Nothing survived", r"found after the restart: 0"),
-    "5-15 schema": (r"still there for the next process", r"The row came back"),
-    "15-30 admission": (r"the same occurrence again: store nothing", r"same id, different content: something",
-                     r"\|\s*DUPLICATE\s*\|"),
-    "30-55 limits and claim": (r"the third claim (finds|returns|hands out) nothing",),
-    "55-80 loop and report": (r"the model was called once", r"second call (returns|returned|hands back) None"),
-    "80-85 reopen": (r"a fresh process finds `?done`? work and (one|a) `?pending`? report",),
-    "85-90 dead worker": (r"refused with `?\"?session limit",),
-    "0-10 lost answer": (r"Request 1 never will be", r"request 2 was\s+admitted"),
-    "10-15 your finish": (r"request 2 was refused",),
-    "15-30 rollback": (r"\| rollback case \| still `running`",),
-    "30-65 lost reply": (r"reply lost\*\*, then \*\*Deliver one\*\*: the report stays UNKNOWN",
-                         r"Never resending an\s+UNKNOWN"),
-    "30-65 poison": (r"check\(\"delivery\"\)", r"r-3-1 left on the third call"),
-    "30-65 chat order": (r"next call would send r-2-1", r"The second call sent chat-32's r-3-1",
-                         r"check\(\"delivery\"\)"),
-    "65-80 transfer": (r"model calls: 2\b",),
-    "80-85 break": (r"The rows failed because the checker",),
-    "further: keys": (r"r-1-1 was accepted once",),
-    "further: reconcile": (r"reconcile confirmed: 1",),
-    "further: generations": (r"worker_id = 'worker-1' AND generation = 1`, finds work 1 running\s+under worker-2",),
-    "further: model errors": (r"waited out one backoff", r"tried ten times \(the policy's cap\)"),
-    "further: retention": (r"the customer has two", r"the report stopped at `needs_person`"),
-    "further: bug": (r"The loop ran once", r"loop runs: 1\b"),
-    "further: release": (r"The worker's name came back; the generation did not", r"generation 2, so the fence refuses it"),
-    "0-10 kill window": (r"The bug:", r"m1 says `sent` and the broker holds nothing"),
-    "10-35 resume": (r"publishing --> publishing: crash, then the next run", r"A fresh key\s+per attempt would be a new message"),
-    "35-55 grants": (r"answer lost once[^\n]{0,40}granted",),
-    "55-75 crash": (r"\| C01 \| calder \| replace pump P-7 \| sent \| \(null\) \|",),
-    "55-75 recover": (r"recovered: 1 \| actions at the service: 1", r"\| resend from the ledger \| a second request"),
-}
+PROMPT = "**Predict"
+SHARED = 0.9
+"""An earlier statement holding this share of an answer statement's words (weighted by how rare each word
+is on the path) states that answer. Today's pages peak at 0.8: rules the answer repeats as its reason."""
+FEWEST_WORDS = 3
+"""An answer statement with fewer words than this (common words left out) is too short to tell."""
 
 _SOLUTION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS).*?### END (SOLUTION|HIDDEN TESTS)", re.S)
+_FENCE = re.compile(r"^```.*?^```[ \t]*$", re.S | re.M)
+_NOT_AN_ANSWER = ("#", "```", PROMPT, "**Build", "**Explain", "<!--")
+_COMMON = frozenset("""a an and are as at be been but by can could do does each for from had has have her his
+    how i if in into is it its may must no not now of on one or our so than that the their them then there
+    these they this those to too two up was we were what when where which while who whom why will with would
+    you your""".split())
 
 
 def notebook_page(notebook: Path) -> Page:
     """What a learner reads in a unit notebook: every cell, without solutions or hidden tests."""
     cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
-    shown = []
+    shown, prose = [], []
     for cell in cells:
         source = cell.get("source", "")
         text = _SOLUTION.sub("", "".join(source) if isinstance(source, list) else str(source))
         shown.append(text + "".join(_printed_source(name) for name in _GETSOURCE.findall(text)))
-    return Page(notebook.stem, tuple(shown))
+        prose.append(cell.get("cell_type") == "markdown")
+    return Page(notebook.stem, tuple(shown), tuple(prose))
 
 
 _GETSOURCE = re.compile(r"inspect\.getsource\((\w+)\)")
@@ -357,28 +361,127 @@ def asked_at(path: tuple[Page, ...]) -> dict[str, Place]:
     return found
 
 
-def first_shown(path: tuple[Page, ...], patterns: tuple[str, ...]) -> tuple[Place, str] | None:
+def statements(text: str, prose: bool = True) -> list[tuple[int, str]]:
+    """What a learner reads, one claim at a time, with its offset: a sentence, a table row, a heading, or a
+    line of code or of shown output (a code cell, or a fenced block in prose)."""
+    if not prose:
+        return _lines(text, 0)
+    found: list[tuple[int, str]] = []
+    at = 0
+    for fence in _FENCE.finditer(text):
+        found += _prose_statements(text[at:fence.start()], at) + _lines(fence.group(0), fence.start())
+        at = fence.end()
+    return found + _prose_statements(text[at:], at)
+
+
+def _lines(text: str, offset: int) -> list[tuple[int, str]]:
+    found, at = [], offset
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not line.lstrip().startswith("```"):
+            found.append((at, line.strip()))
+        at += len(line)
+    return found
+
+
+def _prose_statements(text: str, offset: int) -> list[tuple[int, str]]:
+    found = []
+    for paragraph in re.finditer(r"\S(?:.(?!\n\s*\n))*.?", text, re.S):
+        start, body = offset + paragraph.start(), paragraph.group(0)
+        if body.lstrip().startswith(("|", "#")):
+            found += [(at, row) for at, row in _lines(body, start) if not re.fullmatch(r"[|\-: ]+", row)]
+            continue
+        for sentence in re.finditer(r".+?(?:[.?!](?=\s)|$)", " ".join(body.split())):
+            found.append((start, sentence.group(0).strip()))
+    return [(at, s) for at, s in found if s]
+
+
+def words(text: str) -> frozenset[str]:
+    """A statement's words as the comparison sees them: lower case, no markup, common words left out,
+    plural and past endings cut, so that "refuses" and "refused" meet."""
+    found = set()
+    for word in re.findall(r"[a-z0-9][a-z0-9_'-]*", re.sub(r"[`*]", " ", text.lower())):
+        word = word.strip("'-")
+        if word in _COMMON or (len(word) < 2 and not word.isdigit()):
+            continue
+        found.add(re.sub(r"(?<=\w{3})(es|s|ed|ing)$", "", word))
+    return frozenset(found)
+
+
+def predictions(path: tuple[Page, ...]) -> tuple[Prediction, ...]:
+    """Every prediction on the path, with the prompt and the answer its page gives after it."""
+    found: list[Prediction] = []
+    given: set[str] = set()
     for p, page in enumerate(path):
         for c, text in enumerate(page.cells):
-            for pattern in patterns:
-                match = re.search(pattern, text, re.I)
-                if match:
-                    return Place(p, c), match.group(0)
-    return None
+            for match in PREDICT_CALL.finditer(text):
+                block = match.group("block")
+                asked, prompt = _prompt(page, p, c)
+                answer = _answer_paragraph(page, c + 1) + _answer_paragraph(page, _recorded(page, c, block) + 1)
+                fresh = tuple(s for _, s in answer if s not in given)  # a sketch that grows repeats earlier answers
+                given.update(fresh)
+                found.append(Prediction(block, asked, prompt, fresh))
+    return tuple(found)
 
 
-def spoilers(path: tuple[Page, ...], reveals: dict[str, tuple[str, ...]] = REVEALS) -> list[Spoiler]:
-    """Every prediction on ``path`` whose answer shows before it is asked (on its page or an earlier one).
+def _prompt(page: Page, p: int, cell: int) -> tuple[Place, str]:
+    """The "Predict." paragraph that comes before a predict call, and where it starts."""
+    for c in range(cell - 1, -1, -1):
+        at = page.cells[c].rfind(PROMPT) if page.is_prose(c) else -1
+        if at >= 0:
+            return Place(p, c, at), page.cells[c][at:]
+    return Place(p, cell), ""
 
-    A prompt with no entry in ``reveals`` is a spoiler of its own kind: nobody said what answers it."""
+
+def _recorded(page: Page, cell: int, block: str) -> int:
+    """The cell that records the block's evidence after its prompt (the experiment), or -2 when none does."""
+    record = re.compile(r"""evidence\.record\(\s*(["'])""" + re.escape(block) + r"\1")
+    return next((c for c in range(cell + 1, len(page.cells)) if record.search(page.cells[c])), -2)
+
+
+def _answer_paragraph(page: Page, cell: int) -> list[tuple[int, str]]:
+    """The paragraph a prose cell opens with, and the table it introduces: nothing when the cell is code,
+    or opens with a heading, a new prompt or a new task."""
+    if not 0 <= cell < len(page.cells) or not page.is_prose(cell):
+        return []
+    paragraphs = [p for p in re.split(r"\n\s*\n", page.cells[cell].strip()) if p.strip()]
+    if not paragraphs or paragraphs[0].lstrip().startswith(_NOT_AN_ANSWER):
+        return []
+    opening = statements(paragraphs[0])[:1]  # the answer comes first; the sentences after it say why
+    if not opening or not opening[0][1].endswith(":") or len(paragraphs) == 1:
+        return opening
+    shown = statements(paragraphs[1], prose=not paragraphs[1].startswith("```"))
+    return opening + shown[paragraphs[1].startswith("|"):]  # a table's header row names columns, it answers nothing
+
+
+def spoilers(path: tuple[Page, ...]) -> list[Spoiler]:
+    """Every prediction on ``path`` whose answer an earlier statement (on its page or an earlier one) states."""
+    earlier = [(Place(p, c, at), s, words(s)) for p, page in enumerate(path) for c, text in enumerate(page.cells)
+               for at, s in statements(text, page.is_prose(c))]
+    weight = _rarity([seen for _, _, seen in earlier])
     found = []
-    for block, asked in asked_at(path).items():
-        where = f"{path[asked.page].name} cell {asked.cell}"
-        if block not in reveals:
-            found.append(Spoiler(block, where, "(no entry in REVEALS)", "say what shows this prediction's answer"))
-            continue
-        shown = first_shown(path, reveals[block])
-        if shown is not None and shown[0].before(asked):
-            place, text = shown
-            found.append(Spoiler(block, where, f"{path[place.page].name} cell {place.cell}", text))
+    for prediction in predictions(path):
+        hit = _first_repeat(prediction, earlier, weight)
+        if hit is not None:
+            place, text, answer = hit
+            where = lambda at: f"{path[at.page].name} cell {at.cell}"  # noqa: E731
+            found.append(Spoiler(prediction.block, where(prediction.asked), where(place), text, answer))
     return found
+
+
+def _rarity(seen: list[frozenset[str]]) -> Callable[[str], float]:
+    """How much a word tells: the rarer on the path, the more (inverse document frequency)."""
+    counts = Counter(word for words_ in seen for word in words_)
+    return lambda word: math.log((len(seen) + 1) / (counts[word] + 1))
+
+
+def _first_repeat(prediction: Prediction, earlier: list[tuple[Place, str, frozenset[str]]],
+                  weight: Callable[[str], float]) -> tuple[Place, str, str] | None:
+    claims = [(answer, claim, sum(map(weight, claim))) for answer in prediction.answer
+              if len(claim := words(answer)) >= FEWEST_WORDS]
+    for place, text, seen in earlier:
+        if not place.before(prediction.asked):
+            return None
+        for answer, claim, total in claims:
+            if sum(map(weight, claim & seen)) >= SHARED * total:
+                return place, text, answer
+    return None

@@ -10,9 +10,9 @@ import nbformat
 import pytest
 
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.cells import is_learner_owned, nbgrader_meta, row_of, solution_region
-from lucy_runtime.educator.course import nbgrader, graded_test_cells
-from lucy_runtime.notebook import pair_differences, sync_from_markdown
+from lucy_runtime.notebooks.cells import is_learner_owned, nbgrader_meta, row_of, solution_region
+from lucy_runtime.course.course import nbgrader, graded_test_cells
+from lucy_runtime.notebooks.notebook import pair_differences, sync_from_markdown
 
 from .conftest import REPO
 

@@ -19,14 +19,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cells import grade_id, is_learner_cell
+from ..notebooks.cells import grade_id, is_learner_cell
 from ..checker.rows import ROWS
-from .course import REPO
-from ..notebook import graded_cells, learner_implementation, plain_cells
-from ..progress import Progress
-from ..units import UNIT_NOTEBOOKS, UNITS
-from .cases import CASES, Case
-from .practice_cases import PRACTICE_CASES
+from ..course.course import REPO
+from ..notebooks.notebook import graded_cells, learner_implementation, plain_cells
+from .progress import Progress
+from ..notebooks.units import UNIT_NOTEBOOKS, UNITS
+from ..educator.cases import CASES, Case
+from ..educator.practice_cases import PRACTICE_CASES
 from .verify import apply_edits
 
 SIGNATURES = Path(__file__).with_name("case_signatures.json")

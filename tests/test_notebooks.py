@@ -182,7 +182,7 @@ def test_the_visible_part_of_each_test_cell_names_learner_functions(notebook):
 def test_the_cell_flags_read_every_cell_as_nbgrader_does(notebook):
     import nbgrader.utils as nbgrader_utils
 
-    from lucy_runtime import cells
+    from lucy_runtime.notebooks import cells
 
     nb = nbformat.read(str(notebook), as_version=4)
     # A few cells nbgrader can meet in a learner's notebook besides ours: no metadata, a bare

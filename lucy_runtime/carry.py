@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .cells import compile_cell, compile_definitions, is_definitions, run_definitions
+from .notebooks.cells import compile_cell, compile_definitions, is_definitions, run_definitions
 from .errors import UnitANotFound
-from .notebook import learner_cells
+from .notebooks.notebook import learner_cells
 
 UNIT_A = "ch07_unit_a"
 

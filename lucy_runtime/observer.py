@@ -37,7 +37,7 @@ def _plain(value):
 _Candidate = namedtuple("_Candidate", "name kind columns")  # kind: 'table' or 'view'
 
 
-def _find_table(conn: sqlite3.Connection, required: tuple[str, ...], what: str, problems: list[str],
+def find_table(conn: sqlite3.Connection, required: tuple[str, ...], what: str, problems: list[str],
                 ambiguous: list[str]):
     """The learner's ``what`` table: the one relation with every required column.
 
@@ -87,11 +87,11 @@ def snapshot(db: str, log: str | None = None, calls: str | None = None) -> dict:
         problems.append("the database file does not exist: nothing was ever committed to it")
     else:
         with closing(sqlite3.connect(db, timeout=10)) as conn:
-            table, columns = _find_table(conn, WORK_COLUMNS, "work", problems, ambiguous)
+            table, columns = find_table(conn, WORK_COLUMNS, "work", problems, ambiguous)
             if table:
                 result["tables"]["work"] = table
                 result["work"] = _rows(conn, table, columns, WORK_COLUMNS + _OPTIONAL_WORK)
-            table, columns = _find_table(conn, REPORT_COLUMNS, "report", problems, ambiguous)
+            table, columns = find_table(conn, REPORT_COLUMNS, "report", problems, ambiguous)
             if table:
                 result["tables"]["report"] = table
                 result["reports"] = _rows(conn, table, columns, REPORT_COLUMNS + _OPTIONAL_REPORT)

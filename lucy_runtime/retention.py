@@ -35,7 +35,7 @@ from typing import Callable
 
 from .errors import InvalidField, RetentionTooShort, StoreMisuse, TablesNotFound
 from .fields import require_int, require_number
-from .observer import REPORT_COLUMNS, WORK_COLUMNS, _find_table
+from .observer import REPORT_COLUMNS, WORK_COLUMNS, find_table
 from .store import Store, read_only
 
 TELEGRAM_KEEPS_UPDATES = 24 * 3600.0
@@ -110,8 +110,8 @@ def _one_batch(store: Store, work: str, report: str, cutoff: float, batch: int) 
 def _tables(store: Store) -> tuple[str, str]:
     problems: list[str] = []
     with closing(read_only(store.path)) as conn:
-        work, work_columns = _find_table(conn, WORK_COLUMNS, "work", problems, [])
-        report, _ = _find_table(conn, REPORT_COLUMNS, "report", problems, [])
+        work, work_columns = find_table(conn, WORK_COLUMNS, "work", problems, [])
+        report, _ = find_table(conn, REPORT_COLUMNS, "report", problems, [])
     if problems:
         raise TablesNotFound("retention needs the work and report tables: " + "; ".join(problems))
     if "admitted_at" not in work_columns:

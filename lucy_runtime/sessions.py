@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidField, ObserverFailed, UnknownName
 from .fields import require_id, require_int, require_str
-from .observer import REPORT_COLUMNS, WORK_COLUMNS, _find_table
+from .observer import REPORT_COLUMNS, WORK_COLUMNS, find_table
 from .store import Migration, Store, read_only
 
 ROLES = ("customer", "lucy")
@@ -145,8 +145,8 @@ class DeliveredHistory:
         require_id("session_id", session_id)
         with closing(read_only(self._path)) as conn:
             problems: list[str] = []
-            work, _ = _find_table(conn, WORK_COLUMNS, "work", problems, [])
-            report, _ = _find_table(conn, REPORT_COLUMNS, "report", problems, [])
+            work, _ = find_table(conn, WORK_COLUMNS, "work", problems, [])
+            report, _ = find_table(conn, REPORT_COLUMNS, "report", problems, [])
             if problems:
                 raise ObserverFailed("the conversation cannot be read from the queue: " + "; ".join(problems))
             conn.execute("BEGIN")  # one snapshot for both reads

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lucy_runtime.cells import grade_id, is_definitions, is_learner_cell
+from lucy_runtime.notebooks.cells import grade_id, is_definitions, is_learner_cell
 from lucy_runtime.checker import SourceLearner
 from lucy_runtime.educator.cases import Case
-from lucy_runtime.educator.verify import apply_edits
-from lucy_runtime.notebook import graded_cells, learner_implementation, plain_cells
+from lucy_runtime.proof.verify import apply_edits
+from lucy_runtime.notebooks.notebook import graded_cells, learner_implementation, plain_cells
 from lucy_runtime.store import Store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from lucy_runtime.notebook import learner_implementation
+from lucy_runtime.notebooks.notebook import learner_implementation
 from lucy_runtime.work import Assignment
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lucy_runtime.educator.bench import BenchConfig, run_bench, summary
+from lucy_runtime.bench.bench import BenchConfig, run_bench, summary
 
 from .conftest import REPO
 
@@ -29,8 +29,8 @@ def test_an_unknown_bench_part_is_refused_by_name():
 
 
 def test_lucy_bench_only_offers_exactly_the_sections_the_bench_has():
-    from lucy_runtime.educator.bench import SECTIONS
-    from lucy_runtime.educator.cli import build_parser
+    from lucy_runtime.bench.bench import SECTIONS
+    from lucy_runtime.cli.main import build_parser
 
     bench = build_parser()._subparsers._group_actions[0].choices["bench"]  # type: ignore[union-attr]
     only = next(a for a in bench._actions if a.dest == "only")
@@ -56,7 +56,7 @@ def test_the_loop_part_times_each_make_target_against_its_goal(tmp_path):
 
 def test_each_make_target_of_the_loop_is_measured_against_a_goal_stated_in_the_code():
     """The goals live beside the code that measures them, not in prose a test would have to parse."""
-    from lucy_runtime.educator.bench import LOOP
+    from lucy_runtime.bench.bench import LOOP
 
     assert dict(LOOP) == {"test-fast": 60.0, "test": 600.0, "demo": 360.0}
 

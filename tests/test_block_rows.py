@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.educator.block_rows import BEGIN, END, Block, blocks, table, with_table
+from lucy_runtime.books.block_rows import BEGIN, END, Block, blocks, table, with_table
 from lucy_runtime.errors import GeneratedTextMissing
 
 from .conftest import REPO
@@ -45,7 +45,7 @@ def test_a_row_moved_by_hand_to_another_block_differs_from_the_generated_table(g
 
 
 def test_a_page_without_markers_is_refused_and_left_as_it_was(tmp_path):
-    from lucy_runtime.educator.block_rows import write_blocks
+    from lucy_runtime.books.block_rows import write_blocks
 
     page = tmp_path / "page.md"
     page.write_text(f"no table here\n{END}\n{BEGIN}\n", encoding="utf-8")

@@ -12,12 +12,12 @@ import pytest
 
 from lucy_runtime.checker import select_rows
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.educator.cli import subcommands
+from lucy_runtime.cli.main import subcommands
 from lucy_runtime.educator.alternatives import ALTERNATIVES
 from lucy_runtime.educator.cases import CASES
-from lucy_runtime.educator.tampers import TAMPERS
-from lucy_runtime.educator.solutions import source_notebooks
-from lucy_runtime.notebook import read
+from lucy_runtime.proof.tampers import TAMPERS
+from lucy_runtime.books.solutions import source_notebooks
+from lucy_runtime.notebooks.notebook import read
 
 from .conftest import REPO
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lucy_runtime.educator.book import Edition, build, stage
+from lucy_runtime.books.book import Edition, build, stage
 
 from .conftest import REPO, temporary_folder_at
 from .lab import ARTIFACTS, CHROMIUM, FLAGS, need_chromium
@@ -49,7 +49,7 @@ def test_the_learner_edition_holds_no_solution_and_the_educator_edition_holds_th
 
 def test_a_learner_edition_made_from_source_would_leak_the_reference(tmp_path, monkeypatch):
     # The known-bad arrangement the first test guards against: notebooks taken from source/.
-    import lucy_runtime.educator.book as book
+    import lucy_runtime.books.book as book
 
     monkeypatch.setattr(book, "_notebooks", lambda repo, edition: book.source_notebooks(repo / "source"))
     leaked = stage(REPO, Edition.LEARNER, tmp_path / "leaky", stand_in_assets(tmp_path / "node_modules"))
@@ -79,7 +79,7 @@ def book(tmp_path_factory):
     checkout: a fresh clone once failed there), and what the build left in the temporary folder."""
     import os
 
-    from lucy_runtime.educator.cli import main
+    from lucy_runtime.cli.main import main
 
     out, tmp = tmp_path_factory.mktemp("book"), tmp_path_factory.mktemp("tmp")
     with pytest.MonkeyPatch.context() as patch:
@@ -92,7 +92,7 @@ def book(tmp_path_factory):
 
 def stage_built(out, edition):
     """What `lucy book` built for ``edition`` under ``out``, as ``build`` returns it."""
-    from lucy_runtime.educator.book import BuiltBook
+    from lucy_runtime.books.book import BuiltBook
 
     html = out / edition.value / "_build" / "html"
     assert html.is_dir(), f"no {edition.value} edition under {out}"

@@ -14,7 +14,7 @@ import time
 import nbformat
 import pytest
 
-from lucy_runtime.educator.verify import filled
+from lucy_runtime.proof.verify import filled
 
 from .conftest import REPO
 from .lab import ARTIFACTS, CHROMIUM, FLAGS, lab_settings, need_chromium, running_lab

@@ -23,10 +23,10 @@ import urllib.request
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from lucy_runtime.educator.course import ScratchCourse
-from lucy_runtime.educator.tampers import (FAKE_CONTROLS, HIDDEN, SPLIT_AFTER_CLEANING, runs_as_the_educator,
+from lucy_runtime.course.course import ScratchCourse
+from lucy_runtime.proof.tampers import (FAKE_CONTROLS, HIDDEN, SPLIT_AFTER_CLEANING, runs_as_the_educator,
                                            tamper_by_name)
-from lucy_runtime.educator.verify import Entry, Kind, filled, handed_in, with_written_answers
+from lucy_runtime.proof.verify import Entry, Kind, filled, handed_in, with_written_answers
 from lucy_runtime.grading.page_headers import MATHJAX
 
 from .formgrader import LOADED, browser_page, formgrader_lab, score_written_answer

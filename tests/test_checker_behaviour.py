@@ -11,8 +11,8 @@ import pytest
 from lucy_runtime.checker import GradeFailure, SourceLearner, check, grade, run_rows, select_rows
 from lucy_runtime.checker.harness import LEARNER_MODULE
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.cells import definitions, grade_id, is_definitions, used_names
-from lucy_runtime.notebook import learner_implementation, read
+from lucy_runtime.notebooks.cells import definitions, grade_id, is_definitions, used_names
+from lucy_runtime.notebooks.notebook import learner_implementation, read
 from lucy_runtime.checker.stub import STUB_MESSAGE, is_release_stub
 from lucy_runtime.educator.cases import Case, Edit, by_name
 

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 
 from lucy_runtime.educator.cases import Case, Edit, by_name
-from lucy_runtime.educator.verify import _filled
-from lucy_runtime.notebook import UNITS
+from lucy_runtime.proof.verify import _filled
+from lucy_runtime.notebooks.notebook import UNITS
 
 from .conftest import REPO, need_sandbox
 
@@ -31,7 +31,7 @@ def learner_folder(tmp_path, case=None):
 
 def checkpoint(folder, *extra, tmp=None):
     env = {**os.environ, "TMPDIR": str(tmp)} if tmp else None
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", "checkpoint", "ch07", str(folder),
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "checkpoint", "ch07", str(folder),
                            "--records", str(folder / "records"), "--json", str(folder / "record.json"), *extra],
                           cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
 
@@ -101,7 +101,7 @@ def test_the_checkpoint_runs_learner_code_in_the_grading_sandbox(tmp_path):
     import socket
 
     from lucy_runtime.grading import sandbox
-    from lucy_runtime.cells import is_learner_owned
+    from lucy_runtime.notebooks.cells import is_learner_owned
 
     from .test_grading_isolation import Listener
 
@@ -143,10 +143,10 @@ def test_unit_b_optional_part_is_shown_but_not_required():
     """The optional part's rows and cells are what the notebook's optional heading says, and only they are spared."""
     import nbformat
 
-    from lucy_runtime.cells import row_of
+    from lucy_runtime.notebooks.cells import row_of
     from lucy_runtime.checker.results import RowResult
     from lucy_runtime.grading.checkpoint import OPTIONAL_ROWS, CheckpointReport, required_cells, table
-    from lucy_runtime.educator.course import graded_test_cells
+    from lucy_runtime.course.course import graded_test_cells
 
     nb = nbformat.read(str(REPO / "source" / "ch07_unit_b" / "ch07_unit_b.ipynb"), as_version=4)
     kept = required_cells(nb.cells)

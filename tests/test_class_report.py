@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from lucy_runtime.educator.cli import main
-from lucy_runtime.educator.course import ScratchCourse, nbgrader
+from lucy_runtime.cli.main import main
+from lucy_runtime.course.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.report import ClassReport, class_report
-from lucy_runtime.educator.report_html import write_report
-from lucy_runtime.educator.verify import filled, with_written_answers
+from lucy_runtime.report.report import ClassReport, class_report
+from lucy_runtime.report.report_html import write_report
+from lucy_runtime.proof.verify import filled, with_written_answers
 from lucy_runtime.errors import NothingToGrade
 from lucy_runtime.grading.gradebook import course_db_url
 

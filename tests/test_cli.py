@@ -12,14 +12,14 @@ import nbformat
 import pytest
 
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.verify import filled, with_written_answers
-from lucy_runtime.cells import nbgrader_meta
+from lucy_runtime.proof.verify import filled, with_written_answers
+from lucy_runtime.notebooks.cells import nbgrader_meta
 
 from .conftest import REPO
 
 
 def lucy(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env=env)
 
 
@@ -135,7 +135,7 @@ def test_lucy_ends_quietly_when_the_reader_of_its_output_goes_away():
     import sys
 
     # `true` reads nothing and is gone before lucy writes: every write meets a closed pipe.
-    done = subprocess.run(f"'{sys.executable}' -m lucy_runtime.educator.cli rows | true", shell=True, capture_output=True,
+    done = subprocess.run(f"'{sys.executable}' -m lucy_runtime.cli rows | true", shell=True, capture_output=True,
                           text=True, timeout=120)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
 
@@ -159,7 +159,7 @@ def test_verify_grader_names_a_case_it_does_not_know_and_grades_nothing():
 
 
 def test_verify_grader_selects_a_tamper_with_the_honest_case_beneath_it():
-    from lucy_runtime.educator.verify import select_for_verify
+    from lucy_runtime.proof.verify import select_for_verify
 
     chosen = select_for_verify(["sniff-the-injector"], [])
     assert [t.name for t in chosen["tampers"]] == ["sniff-the-injector"]

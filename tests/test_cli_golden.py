@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from lucy_runtime.educator.cli import main
+from lucy_runtime.cli.main import main
 
 from .conftest import REPO
 

@@ -33,11 +33,11 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from lucy_runtime.grading import sandbox
-from lucy_runtime.cells import is_learner_owned
-from lucy_runtime.educator.cli import main
-from lucy_runtime.educator.course import REPO, ScratchCourse, nbgrader
-from lucy_runtime.educator.scheduler import TlsFiles, connect
-from lucy_runtime.educator.verify import filled
+from lucy_runtime.notebooks.cells import is_learner_owned
+from lucy_runtime.cli.main import main
+from lucy_runtime.course.course import REPO, ScratchCourse, nbgrader
+from lucy_runtime.course.scheduler import TlsFiles, connect
+from lucy_runtime.proof.verify import filled
 
 from .conftest import need_sandbox
 from .pg import postgres
@@ -138,7 +138,7 @@ def processes_of(course: Path, folder: Path) -> list[str]:
 
 def lucy(*args: str) -> subprocess.CompletedProcess:
     """The `lucy` command, as an educator types it (the same interpreter, so the same package)."""
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", *args], capture_output=True, text=True,
                           timeout=900)
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lucy_runtime.educator.course import stream_lines
+from lucy_runtime.course.course import stream_lines
 
 
 def test_a_silent_hang_is_stopped_at_the_timeout(tmp_path):
@@ -69,7 +69,7 @@ def _string_formats(schema) -> set[str]:
 def test_grading_starts_nbgrader_without_the_iri_grammar_and_it_still_validates_notebooks(tmp_path):
     import subprocess
 
-    from lucy_runtime.educator.course import NBGRADER
+    from lucy_runtime.course.course import NBGRADER
 
     probe = ("import sys\n"
              "from lucy_runtime.grading.nbgrader_main import main\n"
@@ -112,7 +112,7 @@ def test_the_course_config_leaves_nbgrader_s_jsonschema_and_the_standard_library
     metadata check, docs/performance.md says why it went)."""
     import subprocess
 
-    from lucy_runtime.educator.course import REPO
+    from lucy_runtime.course.course import REPO
 
     probe = ("import tempfile\nfrom traitlets.config.loader import PyFileConfigLoader\n"
              f"PyFileConfigLoader('nbgrader_config.py', path={str(REPO)!r}).load_config()\n"

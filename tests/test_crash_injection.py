@@ -16,7 +16,7 @@ from lucy_runtime.engine.child import Status, run_in_child
 from lucy_runtime.engine.faults import Count, KillAt, FailAt, Stop
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Case, by_name
-from lucy_runtime.educator.tampers import TAMPERS, Append, tamper_by_name
+from lucy_runtime.proof.tampers import TAMPERS, Append, tamper_by_name
 from lucy_runtime.store import Store
 
 from .conftest import learner_with

@@ -15,8 +15,8 @@ import shutil
 import nbformat
 import pytest
 
-from lucy_runtime.educator.course import nbgrader
-from lucy_runtime.educator.verify import filled
+from lucy_runtime.course.course import nbgrader
+from lucy_runtime.proof.verify import filled
 from lucy_runtime.grading.exchange import add as add_learners
 from lucy_runtime.grading.exchange import create as make_exchange
 

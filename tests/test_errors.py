@@ -39,10 +39,10 @@ def test_the_errors_docstring_lists_every_error(error):
     assert f" {error.__name__}:" in errors.__doc__
 
 
-@pytest.mark.parametrize("module", ["educator.course", "carry", "grading.sandbox", "telegram", "fakes.telegram", "checker",
-                                    "checker.harness", "educator.mutation", "educator.parallel", "educator.scheduler",
-                                    "educator.book", "educator.bench", "grading.gradebook", "engine.confine",
-                                    "practice.kill", "practice.seats", "transport", "delivery"])
+@pytest.mark.parametrize("module", ["course.course", "carry", "grading.sandbox", "telegram", "fakes.telegram", "checker",
+                                    "checker.harness", "proof.mutation", "course.parallel", "course.scheduler",
+                                    "books.book", "bench.bench", "grading.gradebook", "engine.confine",
+                                    "practice.kill", "fakes.seats", "transport", "delivery"])
 def test_errors_raised_elsewhere_are_the_ones_in_the_tree(module):
     imported = __import__(f"lucy_runtime.{module}", fromlist=["_"])
     mine = [v for v in vars(imported).values() if inspect.isclass(v) and issubclass(v, Exception)

@@ -14,9 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lucy_runtime.educator.course import NbgraderFailed, ScratchCourse, _env, generate_release, release
-from lucy_runtime.cells import nbgrader_meta
-from lucy_runtime.notebook import UNITS
+from lucy_runtime.course.course import NbgraderFailed, ScratchCourse, _env, generate_release, release
+from lucy_runtime.notebooks.cells import nbgrader_meta
+from lucy_runtime.notebooks.notebook import UNITS
 from lucy_runtime.grading.unchanged_on_failure import unchanged_on_failure
 
 A, B = UNITS[:2]

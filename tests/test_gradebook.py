@@ -78,7 +78,7 @@ def test_without_the_hook_a_gradebook_write_gives_up_after_5_s_and_is_lost(tmp_p
 
 
 def test_the_course_gradebook_url_comes_from_its_config_and_defaults_to_gradebook_db(tmp_path, hook_off):
-    from lucy_runtime.educator.course import REPO
+    from lucy_runtime.course.course import REPO
 
     (tmp_path / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text())
     assert course_db_url(tmp_path) == f"sqlite:///{tmp_path.resolve() / 'gradebook.db'}"

@@ -10,8 +10,8 @@ import pytest
 from lucy_runtime.educator.alternatives import ALTERNATIVES
 from lucy_runtime.educator.cases import CASES, Case, Edit
 from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
-from lucy_runtime.educator.tampers import TAMPERS
-from lucy_runtime.educator.verify import verify
+from lucy_runtime.proof.tampers import TAMPERS
+from lucy_runtime.proof.verify import verify
 
 pytestmark = pytest.mark.nbgrader
 
@@ -87,7 +87,7 @@ def test_a_noop_finish_loses_marks_under_real_nbgrader(verified):
 def test_the_blank_release_scores_zero_on_every_autograded_row(verified, unit):
     import nbformat
 
-    from lucy_runtime.educator.course import REPO, graded_test_cells
+    from lucy_runtime.course.course import REPO, graded_test_cells
 
     blank = entry(verified, "blank-release", unit).graded
     cells = graded_test_cells(nbformat.read(str(REPO / "source" / unit / f"{unit}.ipynb"), as_version=4))
@@ -170,7 +170,7 @@ def test_an_autograded_cell_keeps_only_the_sealed_verdict_whatever_the_kernel_sh
 
     import nbformat
 
-    from lucy_runtime.cells import test_cells
+    from lucy_runtime.notebooks.cells import test_cells
 
     tamper = next(t for t in TAMPERS if t.name == name)
     student = name.replace("-", "_")
@@ -192,7 +192,7 @@ def test_lucy_check_and_the_gradebook_agree_on_a_tamper_case(verified, tamper):
     from pathlib import Path
 
     from lucy_runtime.checker import SourceLearner, rows_for_cells, run_rows
-    from lucy_runtime.notebook import learner_implementation
+    from lucy_runtime.notebooks.notebook import learner_implementation
 
     student = tamper.name.replace("-", "_")
     [folder] = glob.glob(str(verified_root(verified) / "course-*" / "submitted" / student))

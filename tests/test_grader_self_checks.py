@@ -12,8 +12,8 @@ import shutil
 import nbformat
 import pytest
 
-from lucy_runtime.cells import nbgrader_meta
-from lucy_runtime.educator.course import REPO, validate_release
+from lucy_runtime.notebooks.cells import nbgrader_meta
+from lucy_runtime.course.course import REPO, validate_release
 
 from .conftest import temporary_folder_at
 

@@ -24,8 +24,8 @@ import pytest
 
 from lucy_runtime.grading import orchestrator
 from lucy_runtime.grading import sandbox
-from lucy_runtime.educator.course import REPO, ScratchCourse
-from lucy_runtime.cells import is_learner_owned
+from lucy_runtime.course.course import REPO, ScratchCourse
+from lucy_runtime.notebooks.cells import is_learner_owned
 
 from .conftest import need, need_sandbox, temporary_folder_at
 
@@ -125,7 +125,7 @@ def test_the_reference_passes_every_graded_row_in_the_sealed_sandbox_as_it_does_
     """A row that only works when learner code and the observer are one user (the observer's
     -wal/-shm files left read-only for the grader user) fails here, not first under nbgrader."""
     from lucy_runtime.checker.rows import ROWS
-    from lucy_runtime.notebook import learner_implementation
+    from lucy_runtime.notebooks.notebook import learner_implementation
 
     box = sandbox.detect()
     need_sandbox(box)
@@ -529,8 +529,8 @@ def test_an_answer_served_on_the_machines_loopback_forges_points_unsandboxed_and
     process, as `lucy check` runs) it earns the reference's rows; in the sandbox it earns none
     and the service hears nothing."""
     from lucy_runtime.checker.rows import ROWS
-    from lucy_runtime.educator.tampers import AnswerServer, tamper_by_name
-    from lucy_runtime.notebook import learner_implementation
+    from lucy_runtime.proof.tampers import AnswerServer, tamper_by_name
+    from lucy_runtime.notebooks.notebook import learner_implementation
 
     from .conftest import learner_with
 

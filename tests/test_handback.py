@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lucy_runtime.educator.course import GradedSubmission
-from lucy_runtime.educator.verify import Entry, Kind, hand_back
+from lucy_runtime.course.course import GradedSubmission
+from lucy_runtime.proof.verify import Entry, Kind, hand_back
 
 UNIT = "ch07_unit_a"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lucy_runtime.educator.cli import _refused_at_hand_in
+from lucy_runtime.cli.main import _refused_at_hand_in
 from lucy_runtime.grading import handin
 from lucy_runtime.grading.exchange import REFUSED, collect_handin, refusals_of
 from lucy_runtime.grading.handin import HandinLimits, Refusal, copy_regular_files, safe_write, scan
@@ -146,7 +146,7 @@ def test_safe_write_replaces_a_planted_link_instead_of_writing_through_it(tmp_pa
 
 
 def test_lucy_report_reads_no_autograded_hand_in_that_holds_a_link_and_names_it(tmp_path, capsys):
-    from lucy_runtime.educator.cli import main
+    from lucy_runtime.cli.main import main
 
     folder = tmp_path / "autograded" / "bea" / "unit"
     folder.mkdir(parents=True)
@@ -164,7 +164,7 @@ def test_a_device_file_is_refused_without_being_opened(tmp_path):
 
 
 def test_lucy_exchange_says_in_one_line_what_to_do_when_the_course_has_no_exchange_yet(tmp_path, monkeypatch, capsys):
-    from lucy_runtime.educator.cli import main
+    from lucy_runtime.cli.main import main
 
     (tmp_path / "nbgrader_config.py").write_text(
         "from lucy_runtime.grading.exchange import configure\nc = get_config()\n"

@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from lucy_runtime.grading import sandbox
-from lucy_runtime.cells import is_learner_owned
-from lucy_runtime.educator.course import ScratchCourse, nbgrader
+from lucy_runtime.notebooks.cells import is_learner_owned
+from lucy_runtime.course.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.parallel import Status, autograde_class
-from lucy_runtime.educator.verify import filled
+from lucy_runtime.course.parallel import Status, autograde_class
+from lucy_runtime.proof.verify import filled
 from lucy_runtime.engine.limits import CGROUP_ROOT, GROUP_PREFIX
 
 from .conftest import need_sandbox

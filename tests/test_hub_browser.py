@@ -5,7 +5,7 @@ one cell, run its check(...) in their own kernel, and submit. The grader logs in
 and autogrades from formgrader (the hub's service, as the grader account), scores a written
 answer, and generates and releases feedback. Each learner fetches feedback and opens their
 own page. Debian's chromium through Playwright; the hub, accounts and course as in
-test_hub_class.py (lucy_runtime/educator/hub.py).
+test_hub_class.py (lucy_runtime/hub/hub.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 import nbformat
 import pytest
 
-from lucy_runtime.educator import hub
-from lucy_runtime.notebook import learner_implementation
+from lucy_runtime.hub import hub
+from lucy_runtime.notebooks.notebook import learner_implementation
 
 from .conftest import REPO, need
 from .formgrader import LOADED

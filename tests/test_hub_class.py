@@ -4,7 +4,7 @@ The hub is JupyterHub with configurable-http-proxy, PAM accounts made with usera
 learners' servers started through the hub's REST API, and the Assignments tab's own
 handlers (what its Fetch, Submit and Fetch Feedback buttons post). The course is a copy
 of this one in a folder of its own under /srv, set up by the same functions `make hub`
-runs (lucy_runtime/educator/hub.py). Needs root (useradd, runuser); CI runs as root.
+runs (lucy_runtime/hub/hub.py). Needs root (useradd, runuser); CI runs as root.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lucy_runtime.educator import hub
-from lucy_runtime.educator.verify import filled, with_written_answers
+from lucy_runtime.hub import hub
+from lucy_runtime.proof.verify import filled, with_written_answers
 from lucy_runtime.errors import HubError
-from lucy_runtime.notebook import learner_implementation
+from lucy_runtime.notebooks.notebook import learner_implementation
 
 from .conftest import REPO, need
 
@@ -85,7 +85,7 @@ def test_a_course_folder_the_grader_cannot_reach_is_refused():
 
 
 def lucy_hub(site, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", "hub", *args], cwd=site.course,
+    return subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "hub", *args], cwd=site.course,
                           env={**os.environ, **site.to_environment()}, capture_output=True, text=True, timeout=300)
 
 

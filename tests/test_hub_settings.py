@@ -10,8 +10,9 @@ import tomllib
 
 from traitlets.config import Config
 
-from lucy_runtime.educator import hub
-from lucy_runtime.educator.cli import build_parser
+from lucy_runtime.grading.sandbox import EDUCATOR_TOOLS
+from lucy_runtime.hub import hub
+from lucy_runtime.cli.main import build_parser
 
 from .conftest import REPO
 
@@ -62,7 +63,7 @@ def test_the_exchange_is_set_in_one_place_for_every_account(tmp_path):
 
 def test_the_learner_distribution_has_no_educator_tools_and_a_learners_lucy(tmp_path):
     tree = hub.learner_tree(REPO, tmp_path)
-    assert not (tree / "lucy_runtime" / "educator").exists()
+    assert not any((tree / "lucy_runtime" / package).exists() for package in EDUCATOR_TOOLS)
     assert (tree / "lucy_runtime" / "grading" / "checkpoint.py").exists()
     project = tomllib.loads((tree / "pyproject.toml").read_text())["project"]
     assert project["scripts"] == {"lucy": "lucy_runtime.grading.learner_cli:main"}

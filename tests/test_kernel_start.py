@@ -43,13 +43,13 @@ def test_a_learners_kernel_imports_none_of_the_slow_packages(notebook):
     lines = import_lines(notebook)
     assert any("lucy_runtime.checker" in line for line in lines)  # the probe reaches the checker
     # Unit B also reads the learner's Unit A at start (lucy_runtime.carry).
-    code = "\n".join(lines) + "\nfrom lucy_runtime.notebook import learner_cells\n"
+    code = "\n".join(lines) + "\nfrom lucy_runtime.notebooks.notebook import learner_cells\n"
     code += f"learner_cells({str(REPO / 'source' / 'ch07_unit_a' / 'ch07_unit_a.ipynb')!r})"
     assert loaded_after(code) == []
 
 
 def test_the_probe_sees_a_slow_package_when_one_is_imported():
-    assert "nbformat" in loaded_after("from lucy_runtime.notebook import read\nread(" +
+    assert "nbformat" in loaded_after("from lucy_runtime.notebooks.notebook import read\nread(" +
                                       repr(str(REPO / "source" / "ch07_unit_a" / "ch07_unit_a.ipynb")) + ")")
 
 
@@ -58,7 +58,7 @@ def test_the_checker_process_that_forks_every_child_never_loads_pandas():
     pandas alone would double the checker's (the price table is read with the csv module)."""
     code = ("from lucy_runtime.checker import SourceLearner, run_rows\n"
             "from lucy_runtime.checker.rows import ROWS\n"
-            "from lucy_runtime.notebook import learner_implementation\n"
+            "from lucy_runtime.notebooks.notebook import learner_implementation\n"
             f"cells = learner_implementation({str(REPO / 'source')!r})\n"
             "report = run_rows(SourceLearner(cells), [ROWS['integrated-path']], seed=3)\n"
             "assert report.results[0].passed, report.results[0].observation\n")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.mutation import (BaselineFails, MutationReport, Mutant, MutantOutcome, check_cells, mutation_score,
+from lucy_runtime.proof.mutation import (BaselineFails, MutationReport, Mutant, MutantOutcome, check_cells, mutation_score,
                                             read_cells, write_cells)
 
 from .conftest import with_case

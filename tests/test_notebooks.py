@@ -10,9 +10,9 @@ import nbformat
 import pytest
 
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.cells import is_learner_owned, nbgrader_meta, row_of, solution_region
-from lucy_runtime.educator.course import nbgrader, graded_test_cells
-from lucy_runtime.notebook import pair_differences, sync_from_markdown
+from lucy_runtime.notebooks.cells import is_learner_owned, nbgrader_meta, row_of, solution_region
+from lucy_runtime.course.course import nbgrader, graded_test_cells
+from lucy_runtime.notebooks.notebook import pair_differences, sync_from_markdown
 
 from .conftest import REPO
 
@@ -182,7 +182,7 @@ def test_the_visible_part_of_each_test_cell_names_learner_functions(notebook):
 def test_the_cell_flags_read_every_cell_as_nbgrader_does(notebook):
     import nbgrader.utils as nbgrader_utils
 
-    from lucy_runtime import cells
+    from lucy_runtime.notebooks import cells
 
     nb = nbformat.read(str(notebook), as_version=4)
     # A few cells nbgrader can meet in a learner's notebook besides ours: no metadata, a bare

@@ -25,7 +25,8 @@ def contributor_section() -> str:
 
 
 def test_the_packages_are_the_layers():
-    assert PACKAGES == ["checker", "educator", "engine", "explore", "fakes", "grading", "practice"]
+    assert PACKAGES == ["bench", "books", "checker", "cli", "course", "educator", "engine", "explore", "fakes", "grading", "hub",
+                        "notebooks", "practice", "proof", "report"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

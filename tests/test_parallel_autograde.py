@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import nbformat
 import pytest
 
-from lucy_runtime.educator.course import ScratchCourse, nbgrader
+from lucy_runtime.course.course import ScratchCourse, nbgrader
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.parallel import MOST_PER_JOB, ClassGrading, Status, autograde_class, batches
-from lucy_runtime.educator.verify import filled
-from lucy_runtime.cells import is_learner_owned
+from lucy_runtime.course.parallel import MOST_PER_JOB, ClassGrading, Status, autograde_class, batches
+from lucy_runtime.proof.verify import filled
+from lucy_runtime.notebooks.cells import is_learner_owned
 
 from .pg import postgres
 from .conftest import temporary_folder_at

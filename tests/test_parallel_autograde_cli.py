@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from lucy_runtime.educator.cli import main
+from lucy_runtime.cli.main import main
 
 from .conftest import REPO
 

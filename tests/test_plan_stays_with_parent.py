@@ -23,7 +23,7 @@ from lucy_runtime.grading.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.checker.series import Series
 from lucy_runtime.educator.cases import Case, by_name
-from lucy_runtime.educator.tampers import Append, tamper_by_name
+from lucy_runtime.proof.tampers import Append, tamper_by_name
 
 from .conftest import learner_with, need_sandbox, temporary_folder_at, with_case
 

@@ -7,7 +7,7 @@ import pytest
 from lucy_runtime.checker import SourceLearner, run_rows, select_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.practice_cases import PRACTICE_CASES
-from lucy_runtime.notebook import learner_cells
+from lucy_runtime.notebooks.notebook import learner_cells
 
 from .conftest import REPO, learner_with
 

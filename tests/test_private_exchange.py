@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lucy_runtime.educator.course import NBGRADER, _env
+from lucy_runtime.course.course import NBGRADER, _env
 from lucy_runtime.grading import exchange
 from lucy_runtime.grading.exchange import REFUSED
 

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from lucy_runtime.progress import RichProgress
+from lucy_runtime.proof.progress import RichProgress
 
 
 def drawn() -> tuple[RichProgress, io.StringIO]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from lucy_runtime.checker.rows import ROWS
-from lucy_runtime.cells import row_of
+from lucy_runtime.notebooks.cells import row_of
 from lucy_runtime.educator.cases import by_name
 
 from .conftest import REPO

@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 
 from lucy_runtime.educator.cases import by_name
-from lucy_runtime.educator.cli import main
-from lucy_runtime.educator.course import ScratchCourse, nbgrader
-from lucy_runtime.educator.regrade import Regrade, Released, read_grades, regrade
-from lucy_runtime.educator.verify import filled, with_written_answers
+from lucy_runtime.cli.main import main
+from lucy_runtime.course.course import ScratchCourse, nbgrader
+from lucy_runtime.course.regrade import Regrade, Released, read_grades, regrade
+from lucy_runtime.proof.verify import filled, with_written_answers
 from lucy_runtime.grading.gradebook import course_db_url
 
 pytestmark = pytest.mark.nbgrader
@@ -97,7 +97,7 @@ class Term:
 DIES_AFTER_ONE_SWAP = """
 import os, signal, sys
 from pathlib import Path
-from lucy_runtime.educator import regrade as module
+from lucy_runtime.course import regrade as module
 
 real_swap, calls = module._swap_in, []
 
@@ -241,8 +241,8 @@ def test_nbgrader_autograde_again_keeps_an_unchanged_graded_answer_graded_and_fl
 
 
 def test_the_report_draws_who_and_which_rows_moved_between_the_last_two_gradings(term, tmp_path):
-    from lucy_runtime.educator.report import class_report
-    from lucy_runtime.educator.report_html import write_report
+    from lucy_runtime.report.report import class_report
+    from lucy_runtime.report.report_html import write_report
 
     report = class_report(term.lowered_course.root, (UNIT,))
     moved = report.parts[0].movement
@@ -298,7 +298,7 @@ def test_a_learner_missing_from_the_roster_is_named_and_everyone_else_is_still_w
 @pytest.fixture(scope="module")
 def late(term, tmp_path_factory):
     """The class with a due date in its configuration; cal's resubmission comes two and a half days after it."""
-    from lucy_runtime.educator.parallel import autograde_class
+    from lucy_runtime.course.parallel import autograde_class
 
     course = term.course.copy(tmp_path_factory.mktemp("late") / "course")
     with (course.root / "nbgrader_config.py").open("a") as config:
@@ -315,8 +315,8 @@ def penalties(root: Path) -> dict[str, float]:
 
 
 def test_a_late_submission_loses_the_stated_share_per_day_and_its_feedback_and_the_report_say_so(late):
-    from lucy_runtime.educator.report import class_report
-    from lucy_runtime.educator.report_html import render
+    from lucy_runtime.report.report import class_report
+    from lucy_runtime.report.report_html import render
 
     course, graded = late
     assert graded.ok

@@ -8,7 +8,7 @@ import shutil
 import nbformat
 import pytest
 
-from lucy_runtime.cells import is_learner_owned
+from lucy_runtime.notebooks.cells import is_learner_owned
 
 from .conftest import REPO
 

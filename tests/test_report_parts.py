@@ -8,11 +8,11 @@ import pytest
 
 from lucy_runtime.educator.cases import CASES
 from lucy_runtime.educator.practice_cases import PRACTICE_CASES
-from lucy_runtime.educator.history import record_run
+from lucy_runtime.course.history import record_run
 from lucy_runtime.educator.predictions import KEYS, Prompt, judge, prompts, read_evidence
-from lucy_runtime.educator.report import MISCONCEPTION_OF, attribute, guide_notes
-from lucy_runtime.educator.report_html import _Scrub
-from lucy_runtime.educator.signatures import Signatures, load, unit_rows
+from lucy_runtime.report.report import MISCONCEPTION_OF, attribute, guide_notes
+from lucy_runtime.report.report_html import _Scrub
+from lucy_runtime.proof.signatures import Signatures, load, unit_rows
 
 from .conftest import REPO
 
@@ -119,7 +119,7 @@ def test_scrubbing_replaces_every_roster_name_and_address():
 
 
 def test_a_checkpoint_record_gives_the_status_of_the_learner_its_folder_names(tmp_path):
-    from lucy_runtime.educator.report import checkpoint_status
+    from lucy_runtime.report.report import checkpoint_status
 
     records = tmp_path / "records"
     records.mkdir()
@@ -131,7 +131,7 @@ def test_a_checkpoint_record_gives_the_status_of_the_learner_its_folder_names(tm
 
 
 def test_lucy_report_without_a_course_or_an_assignment_says_so_and_exits_2(tmp_path, capsys):
-    from lucy_runtime.educator.cli import main
+    from lucy_runtime.cli.main import main
 
     assert main(["report", "ch07_unit_a", "--course", str(tmp_path)]) == 2
     assert "has no nbgrader_config.py" in capsys.readouterr().err
@@ -151,8 +151,8 @@ def test_a_learner_whose_rows_fail_like_a_tamper_is_said_to_fail_like_the_honest
 
 
 def test_a_report_names_the_course_by_its_id_counts_its_headlines_and_its_row_bars_count_failures():
-    from lucy_runtime.educator.report import ClassReport, Part, RowShare
-    from lucy_runtime.educator.report_html import render
+    from lucy_runtime.report.report import ClassReport, Part, RowShare
+    from lucy_runtime.report.report_html import render
 
     part = Part(UNIT, (RowShare("finish-atomic", passed=1, graded=4, observations=()),
                        RowShare("claim-one", passed=4, graded=4, observations=())),
@@ -171,8 +171,8 @@ def test_a_tamper_is_named_only_for_a_submission_that_holds_its_trick(tmp_path):
     import nbformat
 
     from lucy_runtime.educator.cases import by_name
-    from lucy_runtime.educator.report import tricks_shown
-    from lucy_runtime.educator.verify import filled
+    from lucy_runtime.report.report import tricks_shown
+    from lucy_runtime.proof.verify import filled
 
     release = nbformat.read(str(REPO / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
     source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)

@@ -16,7 +16,7 @@ from lucy_runtime.delivery import DeliveryPolicy, ManualClock
 from lucy_runtime.errors import InvalidField, RetentionTooShort, StoreMisuse, TablesNotFound
 from lucy_runtime.loop import AgentLoop
 from lucy_runtime.model import InvocationLog, ScriptedModel
-from lucy_runtime.notebook import learner_implementation
+from lucy_runtime.notebooks.notebook import learner_implementation
 from lucy_runtime.retention import DEFAULT_WINDOW, TELEGRAM_KEEPS_UPDATES, Pruned, prune
 from lucy_runtime.store import Store
 from lucy_runtime.transport import FakeService, FakeTransport

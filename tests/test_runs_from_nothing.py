@@ -27,7 +27,7 @@ from lucy_runtime.engine import confine
 from lucy_runtime.engine.child import ForkServer, Status, run_served
 from lucy_runtime.engine.faults import Count
 from lucy_runtime.educator.cases import Case, by_name
-from lucy_runtime.educator.tampers import Append, tamper_by_name
+from lucy_runtime.proof.tampers import Append, tamper_by_name
 from lucy_runtime.grading import orchestrator, sandbox
 
 from .conftest import learner_with, temporary_folder_at, with_case

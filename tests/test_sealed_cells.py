@@ -19,13 +19,13 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from lucy_runtime.cells import strip_markers
+from lucy_runtime.notebooks.cells import strip_markers
 from lucy_runtime.checker import SourceLearner
 from lucy_runtime.educator.alternatives import ALTERNATIVES
 from lucy_runtime.educator.cases import CASES, Case
 from lucy_runtime.educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
-from lucy_runtime.educator.verify import Entry, Kind, handed_in
-from lucy_runtime.notebook import read
+from lucy_runtime.proof.verify import Entry, Kind, handed_in
+from lucy_runtime.notebooks.notebook import read
 from lucy_runtime.grading.sealed import notebook_learner
 
 from .conftest import REPO, with_case

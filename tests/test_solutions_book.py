@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from lucy_runtime.checker import SourceLearner, run_rows, select_rows
-from lucy_runtime.cells import is_learner_owned, nbgrader_meta
-from lucy_runtime.notebook import UNITS, read
-from lucy_runtime.educator.solutions import solutions_book, source_notebooks
+from lucy_runtime.notebooks.cells import is_learner_owned, nbgrader_meta
+from lucy_runtime.notebooks.notebook import UNITS, read
+from lucy_runtime.books.solutions import solutions_book, source_notebooks
 
 from .conftest import REPO
 

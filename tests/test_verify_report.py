@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lucy_runtime.educator.course import GradedSubmission
-from lucy_runtime.educator.verify import Entry, Kind, VerifyReport, judge
+from lucy_runtime.course.course import GradedSubmission
+from lucy_runtime.proof.verify import Entry, Kind, VerifyReport, judge
 
 UNIT = "ch07_unit_a"
 

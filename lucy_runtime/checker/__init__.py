@@ -16,7 +16,7 @@ import warnings
 from typing import Iterable
 
 from ..errors import GradeFailure, NotWrittenYet, UnknownName
-from ..units import UNIT_NOTEBOOKS
+from ..notebooks.units import UNIT_NOTEBOOKS
 from .harness import Harness, KernelLearner, LearnerCode, SourceLearner, SwappedLearner
 from .results import CheckReport, RowResult
 from .rows import ROWS, TOPICS, Fail, Row

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, Callable, Protocol, Sequence
 
-from ..cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions, run_definitions
+from ..notebooks.cells import FUTURE_FLAGS, compile_cell, compile_definitions, is_definitions, run_definitions
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult

@@ -26,7 +26,7 @@ from ..engine.child import ChildResult
 from ..engine.faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
 from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
 from .series import Kept, Series
-from .observe import Snapshot, _find_table
+from .observe import Snapshot, find_table
 from .stub import is_stub_error
 
 
@@ -350,8 +350,8 @@ def seeded(c: Ctx, source: str, session: str, text: str, marker: str) -> dict:
     """
     problems: list[str] = []
     with closing(sqlite3.connect(c.store.path)) as look:  # reading only: nothing bypasses the store
-        work, work_columns = _find_table(look, WORK_COLUMNS, "work", problems, [])
-        report, report_columns = _find_table(look, REPORT_COLUMNS, "report", problems, [])
+        work, work_columns = find_table(look, WORK_COLUMNS, "work", problems, [])
+        report, report_columns = find_table(look, REPORT_COLUMNS, "report", problems, [])
         columns = look.execute(f'PRAGMA table_info("{work}")').fetchall() if work else []
         # A table of the learner's own that goes with work or reports (a schedule, claims) may need a row
         # for every report: only the learner's own finish knows what to write there.

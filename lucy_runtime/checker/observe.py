@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 from ..errors import ObserverFailed
 from .. import observer
-from ..observer import _find_table, snapshot
+from ..observer import find_table, snapshot
 from ..engine.confine import dropping_to
 
-__all__ = ["Snapshot", "_find_table", "in_fresh_process", "observe_many", "read_between_children", "snapshot"]
+__all__ = ["Snapshot", "find_table", "in_fresh_process", "observe_many", "read_between_children", "snapshot"]
 
 
 @dataclass(frozen=True)

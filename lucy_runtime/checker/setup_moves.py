@@ -17,7 +17,7 @@ from ..errors import CheckerFault, SetupRefused
 from ..store import Store
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .harness import Ctx
-from .observe import _find_table
+from .observe import find_table
 
 REPORT_MOVES = {
     ("unknown", "needs_person"): "reconcile finds no receipt, and the key has expired",
@@ -38,7 +38,7 @@ HELD_ERROR = "KeyError: 'ticker' (the checker held this work as a bug would)"
 def learner_table(c: Ctx, columns: tuple[str, ...], what: str) -> str:
     """The name of the learner's ``what`` table, found by its columns as the observer finds it."""
     with closing(sqlite3.connect(c.store.path)) as look:  # reading only: the writes go through the store
-        table, _ = _find_table(look, columns, what, [], [])
+        table, _ = find_table(look, columns, what, [], [])
     return table
 
 

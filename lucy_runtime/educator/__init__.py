@@ -1,2 +1,1 @@
-"""The course tools an educator runs: the ``lucy`` command, nbgrader courses, the books,
-known-bad cases and proof the grader catches them, class reports, benchmarks."""
+"""What the grader is proved against: known-bad cases, correct alternatives, and the class's predictions read by a rule."""

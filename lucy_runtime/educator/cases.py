@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import EditDoesNotApply, UnknownCase
-from ..cells import solution_region
+from ..notebooks.cells import solution_region
 
 
 @dataclass(frozen=True)

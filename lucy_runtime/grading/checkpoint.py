@@ -37,7 +37,7 @@ from ..checker import SEALED_ENV, SourceLearner, run_rows
 from ..checker.results import CheckReport, RowResult
 from ..checker.rows import CHECKPOINT_ROWS, ROWS
 from ..engine.limits import LIMIT_HINT, Limits, group_label
-from ..notebook import UNITS, find_notebooks, learner_implementation
+from ..notebooks.notebook import UNITS, find_notebooks, learner_implementation
 
 OPTIONAL_PART = "## Optional part"
 """How the heading of Unit B's optional part starts: its cells and rows are not required."""

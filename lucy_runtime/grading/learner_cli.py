@@ -1,7 +1,7 @@
 """``lucy`` as a learner's environment has it: the checkpoint before Chapter 8, and nothing of the educator's.
 
 The learner distribution (``lucy hub learner-env``, docs/class-on-a-server.md) is this
-runtime without ``lucy_runtime/educator/``; its ``lucy`` command is this module, so a
+runtime without the educator's tools (``sandbox.EDUCATOR_TOOLS``); its ``lucy`` command is this module, so a
 learner on the class's hub runs ``lucy checkpoint ch07 DIR`` from their own account.
 The educator's ``lucy checkpoint`` is the same function.
 """

@@ -57,8 +57,10 @@ CHECK_IN_BOX = "/var/lucy-check"
 """The sealed re-check's own folder for its scenario folders, a tmpfs of ``tmp_mb`` (its runs each get a new ``/tmp``)."""
 RUNTIME_IN_BOX = "/opt/lucy-runtime"
 """Where the read-only snapshot of ``lucy_runtime`` is mounted inside the sandbox."""
-SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", "educator")
-"""Not in the snapshot: bytecode (compiled afresh) and ``educator/`` (correct alternatives are solutions)."""
+EDUCATOR_TOOLS = ("bench", "books", "cli", "course", "educator", "hub", "proof", "report")
+"""The packages of the educator's tools: never in a learner's environment or the sandbox's snapshot."""
+SNAPSHOT_LEAVES_OUT = ("__pycache__", "*.pyc", *EDUCATOR_TOOLS)
+"""Not in the snapshot: bytecode (compiled afresh) and the educator's tools (correct alternatives are solutions)."""
 ENV_SWITCH = "LUCY_SANDBOX"
 """``LUCY_SANDBOX=off`` grades without isolation (for an educator who knows why)."""
 TEST_CHANNEL = "LUCY_SANDBOX_TEST_CHANNEL"

@@ -22,10 +22,10 @@ from traitlets import Dict, Float
 from ..checker import SourceLearner
 from ..checker.rows import ROWS
 from ..carry import unit_a_cells
-from ..cells import grade_id, row_of, test_cells
+from ..notebooks.cells import grade_id, row_of, test_cells
 from ..errors import UnitANotFound
 from ..engine.limits import GradingLimits
-from ..notebook import graded_cells
+from ..notebooks.notebook import graded_cells
 from .orchestrator import run_sealed_rows
 
 

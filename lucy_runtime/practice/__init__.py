@@ -1,6 +1,6 @@
-"""The practice notebook's supplied parts: three fakes, two workers and a kill hook.
+"""The practice notebook's supplied parts: two workers and a kill hook, and its three fakes (from `fakes/`) where the notebook imports them.
 
-Each fake is a small protocol and an implementation that keeps its own record in a
+Each fake (in ``fakes/``) is a small protocol and an implementation that keeps its own record in a
 SQLite file the learner's code never writes (as ``transport.FakeService`` does):
 
 * ``broker``: ``publish(key, body)``, idempotent on the key, refusing a poison payload every time (exercise 1);
@@ -8,13 +8,13 @@ SQLite file the learner's code never writes (as ``transport.FakeService`` does):
 * ``case_service``: one action per ``tenant:case`` key, with receipts and a look-up (exercise 3).
 """
 
-from .broker import Ack, Broker, FakeBroker, Message, read_messages, read_publish_keys
-from .case_service import digest as case_digest
-from .case_service import (CaseAction, CaseReceipt, CaseRefused, CaseRequest, CaseService, FakeCaseService,
+from ..fakes.broker import Ack, Broker, FakeBroker, Message, read_messages, read_publish_keys
+from ..fakes.case_service import digest as case_digest
+from ..fakes.case_service import (CaseAction, CaseReceipt, CaseRefused, CaseRequest, CaseService, FakeCaseService,
                            read_actions, read_case_requests)
 from ..errors import BrokerRejected
 from .kill import NotInAnExperiment, from_fresh_process, run_until_killed, stop_here
-from .seats import (Answered, FakeSeatService, GrantResult, NoAnswer, Post, Seat, SeatEvent, SeatOutcome, SeatScript,
+from ..fakes.seats import (Answered, FakeSeatService, GrantResult, NoAnswer, Post, Seat, SeatEvent, SeatOutcome, SeatScript,
                     SeatService, read_posts, read_seats)
 from .workers import add_message, buggy_publish_one, case_key, create_tables, open_case, send_case
 

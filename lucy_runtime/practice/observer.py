@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from contextlib import closing
 
-from .service_log import read_rows
+from ..fakes.service_log import read_rows
 
 _LEARNER_TABLES = {"outbox": ("row_id", "payload", "status"), "ledger": ("case_id", "intent", "receipt")}
 

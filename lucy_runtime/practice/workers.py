@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..errors import UnknownName
 from ..store import Store
-from .broker import Ack, Broker
-from .case_service import CaseAnswer, CaseReceipt, CaseService
+from ..fakes.broker import Ack, Broker
+from ..fakes.case_service import CaseAnswer, CaseReceipt, CaseService
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS outbox (

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..errors import UnknownCase
-from .cases import SESSION_LOOKUP, Case, Edit
+from ..educator.cases import SESSION_LOOKUP, Case, Edit
 
 ANSWER_URL = "ANSWER_URL"
 """Stands in a tamper's code for the address of the ``AnswerServer`` of this run."""

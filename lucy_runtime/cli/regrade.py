@@ -16,7 +16,7 @@ def _positive(text: str) -> int:
 
 
 def _regrade(args) -> int:
-    from .regrade import Released, regrade  # noqa: PLC0415 - deferred: it loads nbformat and the grading modules
+    from ..course.regrade import Released, regrade  # noqa: PLC0415 - deferred: it loads nbformat and the grading modules
 
     if not args.reason or not args.reason.strip():
         print("lucy regrade: say why, in one line, with --reason (it goes in the record, and in the note of a "

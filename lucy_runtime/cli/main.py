@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 
 from ..grading.nbgrader_main import leave_out_unused_imports
-from ..units import UNITS
+from ..notebooks.units import UNITS
 
 
 def _rows(args) -> int:
     from ..checker.rows import ROWS
 
     if args.blocks or args.write_blocks:
-        from .block_rows import blocks, table, write_blocks
+        from ..books.block_rows import blocks, table, write_blocks
 
         if args.write_blocks:
             for page in write_blocks([Path(p) for p in args.write_blocks], Path(args.source)):
@@ -32,7 +32,7 @@ def _rows(args) -> int:
 
 def _check(args) -> int:
     from ..checker import SourceLearner, rows_for_cells, run_rows
-    from ..notebook import learner_implementation
+    from ..notebooks.notebook import learner_implementation
 
     started = time.monotonic()
     cells = learner_implementation(args.notebook_dir)
@@ -53,9 +53,9 @@ def _check(args) -> int:
 
 
 def _cases(args) -> int:
-    from .alternatives import ALTERNATIVES
-    from .cases import CASES
-    from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+    from ..educator.alternatives import ALTERNATIVES
+    from ..educator.cases import CASES
+    from ..educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 
     for case in CASES + PRACTICE_CASES:
         print(f"{case.name:<28} {case.unit}  caught by: {', '.join(case.expected)}\n    {case.breaks}")
@@ -70,9 +70,9 @@ def _hand_in(args) -> int:
     would, or with a case's mistake."""
     import nbformat
 
-    from .course import REPO
-    from .cases import by_name
-    from .verify import filled, with_written_answers
+    from ..course.course import REPO
+    from ..educator.cases import by_name
+    from ..proof.verify import filled, with_written_answers
 
     notebook = Path(args.notebook)
     unit = notebook.stem
@@ -95,7 +95,7 @@ def _hand_in(args) -> int:
 
 
 def _sync(args) -> int:
-    from ..notebook import pair_differences, sync_from_markdown
+    from ..notebooks.notebook import pair_differences, sync_from_markdown
 
     for markdown in sorted(Path("source").glob("*/*.md")):
         target = sync_from_markdown(markdown)
@@ -105,7 +105,7 @@ def _sync(args) -> int:
 
 
 def _release(args) -> int:
-    from .course import NbgraderFailed, release
+    from ..course.course import NbgraderFailed, release
 
     validate = not getattr(args, "no_validate", False)
     try:
@@ -126,9 +126,9 @@ def _release(args) -> int:
 
 
 def _verify(args) -> int:
-    from .verify import select_for_verify, verify
+    from ..proof.verify import select_for_verify, verify
     from ..errors import UnknownCase
-    from ..progress import RichProgress
+    from ..proof.progress import RichProgress
     from ..grading.sandbox import detect
 
     print(detect().describe(), flush=True)  # learner code is sandboxed, or one warning says it is not
@@ -164,8 +164,8 @@ def _verify(args) -> int:
 
 def _mutation(args) -> int:
     """The grader's mutation score: a report to read, not a gate."""
-    from .mutation import BaselineFails, MutationToolFailed, mutation_score
-    from ..progress import RichProgress
+    from ..proof.mutation import BaselineFails, MutationToolFailed, mutation_score
+    from ..proof.progress import RichProgress
 
     try:
         report = mutation_score(notebooks=args.notebook_dir, only=tuple(args.only), rows=args.rows,
@@ -188,8 +188,8 @@ def _mutation(args) -> int:
 
 
 def _bench(args) -> int:
-    """Ratios from one run (lucy_runtime/educator/bench.py); `make bench` keeps them in artifacts/bench.json."""
-    from .bench import BenchConfig, run_bench, summary
+    """Ratios from one run (lucy_runtime/bench/bench.py); `make bench` keeps them in artifacts/bench.json."""
+    from ..bench.bench import BenchConfig, run_bench, summary
 
     config = BenchConfig(notebook_dir=Path(args.notebook_dir), sections=tuple(args.only or BenchConfig.sections),
                          submissions=args.submissions, items=args.items,
@@ -205,13 +205,13 @@ def _bench(args) -> int:
 
 def _report(args) -> int:
     """What the class did: the report an educator reads before the next session."""
-    from .report import class_report
-    from .report_html import write_report
+    from ..report.report import class_report
+    from ..report.report_html import write_report
     from ..errors import LucyError
 
     if args.refresh_cases:
-        from .signatures import measure, save
-        from ..progress import RichProgress
+        from ..proof.signatures import measure, save
+        from ..proof.progress import RichProgress
 
         print(f"measured the failing rows of every educator case: {save(measure(progress=RichProgress()))}")
         if not args.assignment and not args.all:
@@ -272,8 +272,8 @@ def _refused_at_hand_in(course: Path, assignment: str) -> tuple[list[tuple[str, 
 
 def _autograde(args) -> int:
     """Autograde every submission of an assignment in parallel through Dask."""
-    from .parallel import Status, autograde_class
-    from .scheduler import TlsFiles, open_to_anyone
+    from ..course.parallel import Status, autograde_class
+    from ..course.scheduler import TlsFiles, open_to_anyone
     from ..errors import LucyError
 
     def progress(outcome, done: int, total: int) -> None:
@@ -379,7 +379,7 @@ def _gradebook(args) -> int:
 
 def _solutions_book(args) -> int:
     """The worked answers, printed from the solution cells of source/ (never stored twice)."""
-    from .solutions import solutions_book
+    from ..books.solutions import solutions_book
 
     text = solutions_book(args.source)
     if args.out:
@@ -391,7 +391,7 @@ def _solutions_book(args) -> int:
 
 
 def _book(args) -> int:
-    from .book import BookBuildFailed, Edition, build
+    from ..books.book import BookBuildFailed, Edition, build
 
     editions = list(Edition) if args.edition == "both" else [Edition(args.edition)]
     for edition in editions:
@@ -415,7 +415,7 @@ def _checkpoint(args) -> int:
 def _hub(args) -> int:
     import secrets
 
-    from .hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start, stop
+    from ..hub.hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start, stop
 
     site = Site.from_environment()
     try:
@@ -556,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="create: every learner is a folder of your own account (a try-out on one machine)")
     p.add_argument("--reset", action="store_true", help="create: empty the course's exchange first")
     p.set_defaults(func=_exchange)
-    from . import regrade_cli  # noqa: PLC0415 - each new subcommand keeps its own module
+    from . import regrade as regrade_cli  # noqa: PLC0415 - each new subcommand keeps its own module
 
     regrade_cli.add_to(sub)
     p = sub.add_parser("gradebook", help="check that the course's gradebook can be reached, or move it into an "

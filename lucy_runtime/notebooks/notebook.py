@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import NotebooksNotFound
+from ..errors import NotebooksNotFound
 from .cells import DEFINITIONS, definitions, grade_id, is_learner_cell, is_unmarked_code, used_names
 from .units import UNIT_NOTEBOOKS, UNITS  # noqa: F401 - re-exported: callers ask this module for the units
 

@@ -33,12 +33,12 @@ from typing import cast
 import pandas as pd
 
 from ..checker import SourceLearner, rows_for_cells, run_row
-from ..cells import is_definitions
+from ..notebooks.cells import is_definitions
 from ..checker.harness import Harness
 from ..errors import BaselineFails, MutationToolFailed, UnknownName
-from ..notebook import learner_implementation
-from ..progress import Progress
-from ..tables import text_table
+from ..notebooks.notebook import learner_implementation
+from .progress import Progress
+from .tables import text_table
 
 CELLS = "cells"
 PROGRESS = "progress.log"
@@ -88,7 +88,7 @@ def check_cells(folder: Path, *, seed: int, rows: str = "all") -> tuple[bool, st
 
 
 def _check_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lucy_runtime.educator.mutation")
+    parser = argparse.ArgumentParser(prog="python -m lucy_runtime.proof.mutation")
     parser.add_argument("folder", type=Path)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rows", default="all")
@@ -200,7 +200,7 @@ def _cosmic_ray(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def _config(mutated: list[Path], *, seed: int, rows: str, timeout: float) -> str:
-    test = " ".join(shlex.quote(p) for p in (sys.executable, "-m", "lucy_runtime.educator.mutation", CELLS,
+    test = " ".join(shlex.quote(p) for p in (sys.executable, "-m", "lucy_runtime.proof.mutation", CELLS,
                                              "--seed", str(seed), "--rows", rows, "--progress", PROGRESS))
     paths = ", ".join(json.dumps(f"{CELLS}/{p.name}") for p in mutated)
     return (f"[cosmic-ray]\nmodule-path = [{paths}]\ntimeout = {timeout}\nexcluded-modules = []\n"

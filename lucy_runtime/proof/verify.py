@@ -24,17 +24,17 @@ from typing import Any
 
 import pandas as pd
 
-from ..cells import grade_id, is_learner_owned, is_solution, is_written_answer, row_of, strip_markers
+from ..notebooks.cells import grade_id, is_learner_owned, is_solution, is_written_answer, row_of, strip_markers
 from ..checker.rows import ROWS
 from ..errors import EditDoesNotApply, EducatorError, UnknownCase
-from .course import REPO, GradedSubmission, ScratchCourse
-from ..notebook import learner_implementation
-from ..progress import Progress
-from ..tables import text_table
-from ..units import UNITS
-from .alternatives import ALTERNATIVES
-from .cases import CASES, Case
-from .practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
+from ..course.course import REPO, GradedSubmission, ScratchCourse
+from ..notebooks.notebook import learner_implementation
+from .progress import Progress
+from .tables import text_table
+from ..notebooks.units import UNITS
+from ..educator.alternatives import ALTERNATIVES
+from ..educator.cases import CASES, Case
+from ..educator.practice_cases import PRACTICE_ALTERNATIVES, PRACTICE_CASES
 from .tampers import TAMPERS, AnswerServer, Planted, Tamper
 
 

@@ -6,7 +6,7 @@ report matches each learner's failing rows against the whole set, so the set is
 measured, not written down: the rows of the case's unit run against the reference
 cells of ``source/`` with the case's edits, as the sealed verdict runs a handed-in
 notebook. That takes about 2 s a case, so the sets are kept in
-``case_signatures.json`` beside this module, with a fingerprint of what they were
+``educator/case_signatures.json`` (beside the cases), with a fingerprint of what they were
 measured from (the cases, the reference cells, the rows' ids and code in
 ``checker/rows.py`` and ``checker/topics/``). ``lucy report --refresh-cases`` measures
 them again; a report made from a stale file says so, and so does a test.
@@ -19,17 +19,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cells import grade_id, is_learner_cell
+from ..notebooks.cells import grade_id, is_learner_cell
 from ..checker.rows import ROWS
-from .course import REPO
-from ..notebook import graded_cells, learner_implementation, plain_cells
-from ..progress import Progress
-from ..units import UNIT_NOTEBOOKS, UNITS
-from .cases import CASES, Case
-from .practice_cases import PRACTICE_CASES
+from ..course.course import REPO
+from ..notebooks.notebook import graded_cells, learner_implementation, plain_cells
+from .progress import Progress
+from ..notebooks.units import UNIT_NOTEBOOKS, UNITS
+from ..educator.cases import CASES, Case
+from ..educator.practice_cases import PRACTICE_CASES
 from .verify import apply_edits
 
-SIGNATURES = Path(__file__).with_name("case_signatures.json")
+SIGNATURES = Path(__file__).resolve().parent.parent / "educator" / "case_signatures.json"
 
 
 @dataclass(frozen=True)

@@ -32,20 +32,20 @@ from pathlib import Path
 
 import nbformat
 
-from ..cells import grade_id, row_of, test_cells
+from ..notebooks.cells import grade_id, row_of, test_cells
 from ..checker import SourceLearner, run_rows, select_rows
 from ..engine.child import run_in_child
 from ..checker.results import RowResult
-from .course import ScratchCourse, nbgrader
+from ..course.course import ScratchCourse, nbgrader
 from ..delivery import DeliveryPolicy
-from .parallel import autograde_class
-from .signatures import load
-from .verify import filled, with_written_answers
-from . import hub
+from ..course.parallel import autograde_class
+from ..proof.signatures import load
+from ..proof.verify import filled, with_written_answers
+from ..hub import hub
 from ..errors import BenchFailed, InvalidField
 from ..grading.gradebook import course_db_url
 from ..loop import LoopResult
-from ..notebook import learner_implementation
+from ..notebooks.notebook import learner_implementation
 from ..store import Store
 from ..transport import FakeService, FakeTransport
 from ..work import Queue
@@ -128,7 +128,7 @@ class QueueBench:
 
 @dataclass(frozen=True)
 class HubBench:
-    """A scripted class on JupyterHub (lucy_runtime/educator/hub.py): wall seconds per step, and the
+    """A scripted class on JupyterHub (lucy_runtime/hub/hub.py): wall seconds per step, and the
     machine's memory in use before and at its peak while every learner's server ran."""
 
     learners: int
@@ -302,7 +302,7 @@ def bench_report(workdir: Path, learners: int, submission_seconds: float | None)
         gb.db.commit()
     # Timed as an educator runs it: the command, its imports included.
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lucy_runtime.educator.cli", "report", unit, "--course", str(course.root)],
+    done = subprocess.run([sys.executable, "-m", "lucy_runtime.cli", "report", unit, "--course", str(course.root)],
                           capture_output=True, text=True)
     took = round(time.monotonic() - started, 2)
     csv = course.root / "reports" / f"{unit}.csv"

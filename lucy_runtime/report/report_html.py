@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from .predictions import PromptResult
+from ..educator.predictions import PromptResult
 from .report import ClassReport, Group, Part, RowShare
 from .svg import histogram, share_bars
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NotebooksNotFound
-from ..cells import IMPORTS_CELL, grade_id, is_grade, is_learner_owned, is_solution, strip_markers
-from ..notebook import read
+from ..notebooks.cells import IMPORTS_CELL, grade_id, is_grade, is_learner_owned, is_solution, strip_markers
+from ..notebooks.notebook import read
 
 HEADING = re.compile(r"^(#{2,3})\s+(.*)$", re.M)
 

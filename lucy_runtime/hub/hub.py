@@ -10,7 +10,7 @@ names. What is where (docs/class-on-a-server.md):
 * the grader's account runs formgrader as a hub-managed service, in the course folder,
   which it reaches through its group; learners' accounts cannot open the course folder;
 * learners' single-user servers and kernels run the learner environment, a venv at a
-  system path built from this tree without ``lucy_runtime/educator/`` and without ``source/``
+  system path built from this tree without the educator's tools (``sandbox.EDUCATOR_TOOLS``) and without ``source/``
   (``build_learner_env``). The grader's service runs the same interpreter with the course's
   full runtime first on ``PYTHONPATH``.
 
@@ -46,6 +46,7 @@ import httpx
 
 from ..errors import HubError
 from ..grading import exchange
+from ..grading.sandbox import EDUCATOR_TOOLS
 
 COURSE_ID = "lucy-ch07"
 # What a learner's server runs; the hub's own version, so jupyterhub-singleuser speaks its API.
@@ -127,7 +128,7 @@ def exchange_settings(site: Site) -> str:
     """The nbgrader configuration every account of the class reads (learners' servers, the grader's
     service and commands): the course's private exchange (lucy_runtime/grading/exchange.py) at the
     site's system path."""
-    return (f"# Written by lucy_runtime/educator/hub.py for the class on this machine.\n"
+    return (f"# Written by lucy_runtime/hub/hub.py for the class on this machine.\n"
             f"from lucy_runtime.grading.exchange import configure\n\n"
             f"c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
@@ -316,10 +317,10 @@ lucy_runtime = ["data/*.csv"]
 
 
 def learner_tree(course: Path, into: Path) -> Path:
-    """The learner distribution's source: this runtime less ``educator/`` (and any bytecode)."""
+    """The learner distribution's source: this runtime less the educator's tools (and any bytecode)."""
     project = tomllib.loads((course / "pyproject.toml").read_text())["project"]
     shutil.copytree(course / "lucy_runtime", into / "lucy_runtime",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "educator"))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *EDUCATOR_TOOLS))
     (into / "pyproject.toml").write_text(LEARNER_PYPROJECT.format(
         version=project["version"], dependencies=json.dumps(project["dependencies"])))
     return into
@@ -740,7 +741,7 @@ def run_class(site: Site, client: HubClient, hand_in: dict[str, dict | None], un
 
         step("hand in and submit", submit_all)
         step("collect", lambda: grader("python", "-m", "nbgrader", "collect", unit))
-        step("autograde", lambda: grader("python", "-m", "lucy_runtime.educator.cli", "autograde", unit,
+        step("autograde", lambda: grader("python", "-m", "lucy_runtime.cli", "autograde", unit,
                                          "--jobs", str(jobs)))
         step("feedback", lambda: grader("python", "-m", "nbgrader", "generate_feedback", unit))
         step("release feedback", lambda: grader("python", "-m", "nbgrader", "release_feedback", unit))

@@ -22,8 +22,8 @@ import nbformat
 
 from ..errors import NbgraderFailed
 from ..grading import nbgrader_log
-from ..cells import grade_id, nbgrader_meta, test_cells
-from ..notebook import UNITS
+from ..notebooks.cells import grade_id, nbgrader_meta, test_cells
+from ..notebooks.notebook import UNITS
 
 REPO = Path(__file__).resolve().parents[2]
 

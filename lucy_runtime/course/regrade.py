@@ -48,7 +48,7 @@ from ..errors import NothingToGrade
 from ..grading.gradebook import course_db_url, migrate
 from ..grading.late_work import apply_due_dates
 from ..grading.manual_grades import ANSWERS
-from ..cells import row_of
+from ..notebooks.cells import row_of
 from .history import record_run
 from .parallel import Outcome, Status, autograde_class, submitted_students
 

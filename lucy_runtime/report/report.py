@@ -21,15 +21,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cells import row_of
-from .course import REPO
+from ..notebooks.cells import row_of
+from ..course.course import REPO
 from ..errors import NothingToGrade
 from ..grading.gradebook import course_db_url, course_id
-from .cases import CASES, Case
-from .history import Movement, Run, record_run
-from .practice_cases import PRACTICE_CASES
-from .predictions import KEYS, EvidenceFile, PromptResult, judge, prompts, read_evidence
-from .signatures import Signatures, load, unit_rows
+from ..educator.cases import CASES, Case
+from ..course.history import Movement, Run, record_run
+from ..educator.practice_cases import PRACTICE_CASES
+from ..educator.predictions import KEYS, EvidenceFile, PromptResult, judge, prompts, read_evidence
+from ..proof.signatures import Signatures, load, unit_rows
 
 GUIDE = REPO / "chapters" / "ch07" / "educator-guide.md"
 MISCONCEPTION_OF = {

@@ -1,0 +1,1 @@
+"""The benchmarks of `make bench`: ratios from one run, not verdicts."""

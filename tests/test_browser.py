@@ -51,8 +51,9 @@ def dismiss_dialogs(page) -> None:
     bring one up); it would take every click meant for the notebook."""
     dialog = page.locator("dialog.jp-Dialog")
     # "Select Kernel" can come up before the server has listed its kernels; its accept button does
-    # nothing until then, so keep accepting for up to a minute rather than three times in 1.5 s.
-    deadline = time.monotonic() + 60
+    # nothing until then, so keep accepting for up to three minutes (a machine running other
+    # suites has been seen to need more than one) rather than three times in 1.5 s.
+    deadline = time.monotonic() + 180
     while dialog.count() and time.monotonic() < deadline:
         DIALOGS.append(dialog.first.inner_text()[:300])
         ARTIFACTS.mkdir(exist_ok=True)

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -44,8 +45,9 @@ LEARNERS = FULL + BLANK
 
 @pytest.fixture(scope="module")
 def site():
-    global BEFORE_THE_CLASS
+    global BEFORE_THE_CLASS, CLASS_SET_UP_AT
     BEFORE_THE_CLASS = sorted(str(entry) for entry in Path(tempfile.gettempdir()).iterdir())
+    CLASS_SET_UP_AT = int(time.time()) - 1
     with hub.scratch_class(REPO, LEARNERS, PREFIX) as running:
         yield running
 
@@ -123,6 +125,11 @@ def solution_lines() -> set[str]:
 
 
 BEFORE_THE_CLASS: list[str] = []
+# What a machine held before the class was set up is not the class's server: a CI runner's own
+# files (its copy of the change under test), other courses, a developer's home. The walk reads what
+# changed status since: every file the class set up, made, copied or opened up (a new file, a copy
+# and a chmod all set a file's ctime to now, and no copy can keep an old one; cp -p keeps only mtime).
+CLASS_SET_UP_AT = 0
 
 
 def other_checkouts(serving: Path) -> list[str]:
@@ -161,10 +168,13 @@ def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
     planted.chmod(0o755)
     (planted / "copied_answer.py").write_text(sorted(lines)[0] + "\n")
     (planted / "copied_answer.py").chmod(0o644)
+    (planted / "copied_as_of_old.py").write_text(sorted(lines)[-1] + "\n")
+    (planted / "copied_as_of_old.py").chmod(0o644)
+    os.utime(planted / "copied_as_of_old.py", (946684800, 946684800))  # cp -p of a file from 2000
     prune = ["/proc", "/sys", "/dev", "/run", str(patterns), *other_checkouts(site.course)]
     pruned = [arg for path in prune for arg in ("-path", path, "-o")][:-1]
     walk = ("find / \\( " + " ".join(f"'{a}'" if a != "-o" and a != "-path" else a for a in pruned) + " \\) -prune "
-            "-o -type f -size -1024k -readable -print0 2>/dev/null "
+            f"-o -type f -newerct @{CLASS_SET_UP_AT} -size -1024k -readable -print0 2>/dev/null "
             f"| xargs -0 -r grep -l -F -I -f {patterns} 2>/dev/null; true")
     try:
         done = hub.as_learner(site, BLANK[0], ["nice", "sh", "-c", walk], timeout=900)
@@ -172,7 +182,7 @@ def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
         found = done.stdout.split() if "done" in locals() else []
         shutil.rmtree(planted)
         shutil.rmtree(patterns.parent)
-    assert str(planted / "copied_answer.py") in found, (done.stderr[-2000:], found)
+    assert {str(planted / "copied_answer.py"), str(planted / "copied_as_of_old.py")} <= set(found), (done.stderr[-2000:], found)
     leaks = [path for path in found if not path.startswith(str(planted))]
     assert leaks == [], "\n".join(leaks)
 

@@ -171,3 +171,28 @@ def test_a_fake_s_log_keeps_a_rollback_journal_so_a_reader_creates_no_file(tmp_p
     for name in ("b", "s", "c"):
         with sqlite3.connect(tmp_path / f"{name}.sqlite3") as conn:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_the_observer_reads_every_column_of_the_learners_outbox_and_names_a_missing_one(tmp_path):
+    """A row's state is all of its columns: a design that says "on its way" with an attempt count and not a
+    status is seen. Long text and bytes arrive as a length and a digest, equal only when the values are."""
+    from lucy_runtime.practice.observer import OTHERS, snapshot
+
+    db = tmp_path / "lucy.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE outbox (row_id TEXT, payload TEXT, status TEXT, attempts INTEGER, blob BLOB, "
+                     "note TEXT)")
+        conn.execute("CREATE TABLE ledger (case_id TEXT, intent TEXT, receipt TEXT)")
+        conn.executemany("INSERT INTO outbox VALUES (?, ?, ?, ?, ?, ?)",
+                         [("m1", "a", "pending", 0, b"\x00\x01", "x" * 300), ("m2", "b", "pending", 1, b"\x00\x02", "x" * 300),
+                          ("m3", "c", "pending", 0, b"\x00\x01", "x" * 299 + "y")])
+    taken = snapshot(str(db), str(tmp_path / "no-log.sqlite3"))
+    assert taken["problems"] == []
+    first, second, third = taken["outbox"]
+    assert first["status"] == second["status"] == "pending" and first != second
+    assert first[OTHERS]["attempts"] == 0 and second[OTHERS]["attempts"] == 1
+    assert first[OTHERS]["blob"] != second[OTHERS]["blob"] and first[OTHERS]["note"] != third[OTHERS]["note"]
+    assert first[OTHERS]["note"].startswith("<300 bytes ")
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE outbox RENAME COLUMN status TO state")
+    assert snapshot(str(db), str(tmp_path / "no-log.sqlite3"))["problems"] == ["the outbox table has no status column"]

@@ -6,7 +6,8 @@ never the reference's statement order, SQL style or schema.
 
 from __future__ import annotations
 
-from .alternatives_unit_b import (CHAT_HOLD_TABLE, DELIVER_BY_SCHEDULE, DELIVER_PESSIMISTIC, DELIVER_WITH_CHAT_HOLDS,
+from .alternatives_unit_b import (CHAT_HOLD_TABLE, CHAT_SEQ_COLUMN, CHAT_SEQ_EARLIER, CHAT_SEQ_NUMBERED,
+                                  DELIVER_BY_SCHEDULE, DELIVER_PESSIMISTIC, DELIVER_WITH_CHAT_HOLDS,
                                   FAIL_ATTEMPT_RETURNING, REPORT_INSERTED, SCHEDULE_TABLE, WORK_ONCE_WAKING_ONE)
 from .cases import Case, Edit
 
@@ -332,6 +333,12 @@ ALTERNATIVES: tuple[Case, ...] = (
        "refusal holds the chat, any other outcome frees it, and deliver_one takes only reports of free chats or the "
        "report a chat waits for. A nested helper frees a chat, and one update settles every outcome.",
        (), ""),
+    Case("chat-numbered-by-inserts", "ch07_unit_b", (
+        Edit("schema", "    receipt    TEXT,\n    UNIQUE (work_id, generation)\n);\n", CHAT_SEQ_COLUMN),
+        Edit("finish", REPORT_INSERTED, CHAT_SEQ_NUMBERED),
+        Edit("deliver_one", *CHAT_SEQ_EARLIER),
+    ), "finish numbers each report within its chat (chat_seq, a column of the learner's own), and deliver_one holds "
+       "a report behind the lower numbers of its chat, not behind lower rowids.", (), ""),
     Case("fail-attempt-returning", "ch07_unit_b", (Edit("fail_attempt", None, FAIL_ATTEMPT_RETURNING),),
          "fail_attempt fences and counts the attempt in one UPDATE … RETURNING, and stores the apology before the "
          "move to failed, in the same transaction.", (), ""),

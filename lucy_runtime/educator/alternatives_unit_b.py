@@ -174,3 +174,21 @@ except Exception as bug:
                    (repr(bug), policy.now(), assignment.work_id, assignment.generation, worker_id))
     raise
 return finish(queue, assignment, answer)'''
+
+CHAT_SEQ_COLUMN = """    receipt    TEXT,
+    chat_seq   INTEGER,
+    UNIQUE (work_id, generation)
+);
+"""
+"""A report's place among its chat's reports, which finish numbers (nullable: a plain insert leaves it empty)."""
+
+CHAT_SEQ_NUMBERED = REPORT_INSERTED + """        tx.execute(
+            "UPDATE report SET chat_seq = (SELECT COALESCE(MAX(chat_seq), 0) + 1 FROM report WHERE session_id = ?) "
+            "WHERE report_id = ?",
+            (report.session_id, report.report_id),
+        )
+"""
+
+CHAT_SEQ_EARLIER = ("\"AND earlier.rowid < this.rowid AND earlier.delivery IN ('pending', 'sending')) \"",
+                    "\"AND earlier.chat_seq < this.chat_seq AND earlier.delivery IN ('pending', 'sending')) \"")
+"""deliver_one's hold, by the chat's own numbering instead of the rowid."""

@@ -135,6 +135,17 @@ PRACTICE_CASES: tuple[Case, ...] = (
         "A retry needs a budget and a place to end: a dead letter a person can see, not the front of the queue.",
     ),
     _case(
+        "practice-nothing-before-publish", UNIT,
+        [Edit("publish_one", "\"UPDATE outbox SET status = 'publishing', attempts = attempts + 1 \"",
+              "\"UPDATE outbox SET status = status \""),
+         Edit("publish_one", "\"UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'publishing'\"",
+              "\"UPDATE outbox SET status = 'sent' WHERE row_id = ?\"")],
+        "publish_one commits nothing before the broker call: a row on its way looks exactly like a row never tried, "
+        "and a row the worker dies on is tried on every run, as no attempt of it was ever counted.",
+        ["practice-in-flight-resume", "practice-publish-no-head-of-line"],
+        "What the next run can know is what was committed before the call. Write the row's new state first.",
+    ),
+    _case(
         "practice-publish-per-attempt-key", UNIT,
         [Edit("publish_one", "broker.publish(row[\"row_id\"], row[\"payload\"])",
               "broker.publish(f\"{row['row_id']}-{__import__('uuid').uuid4().hex[:8]}\", row[\"payload\"])")],
@@ -271,6 +282,22 @@ for row in store.query("SELECT case_id, tenant, proposal FROM ledger WHERE inten
     settled += outcome[1] is not None
 return settled'''
 
+_PUBLISH_COUNT_ONLY = '''with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'failed' WHERE status = 'pending' AND attempts >= ?", (max_attempts,))
+    row = tx.execute("SELECT row_id, payload FROM outbox WHERE status = 'pending' ORDER BY rowid LIMIT 1").fetchone()
+    if row is None:
+        return None
+    tx.execute("UPDATE outbox SET attempts = attempts + 1 WHERE row_id = ? AND status = 'pending'", (row["row_id"],))
+try:
+    ack = broker.publish(row["row_id"], row["payload"])
+except BrokerRejected:
+    with store.transaction() as tx:
+        tx.execute("UPDATE outbox SET status = 'failed' WHERE row_id = ? AND status = 'pending'", (row["row_id"],))
+    raise
+with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'pending'", (row["row_id"],))
+return ack'''
+
 PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-update-returning", UNIT, (Edit("publish_one", None, _PUBLISH_RETURNING),),
          "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'; a row out of attempts is no "
@@ -281,6 +308,9 @@ PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-state-machine-trigger", UNIT, (Edit("publish_one", None, _PUBLISH_STATE_MACHINE),),
          "States of its own (claimed, dead), guarded by a trigger that refuses every move its diagram does not draw "
          "instead of guards in each WHERE; a spent row is set aside when it is next found, not in a sweep.", (), ""),
+    Case("practice-publish-count-only", UNIT, (Edit("publish_one", None, _PUBLISH_COUNT_ONLY),),
+         "No state for 'on its way': the row stays 'pending' and its attempt count, raised in the commit before the "
+         "publish, is what tells the next run it may be at the broker.", (), ""),
     Case("practice-recover-one-update", UNIT, (Edit("recover_cases", None, _RECOVER_ONE_UPDATE),),
          "Decides each case's outcome first and settles it in one UPDATE; a digest mismatch is kept as 'conflict' "
          "with both digests in the note, a refusal as 'refused'.", (), ""),

@@ -9,6 +9,7 @@ case service's actions from the log file only that fake writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -18,6 +19,22 @@ from contextlib import closing
 from ..fakes.service_log import read_rows
 
 _LEARNER_TABLES = {"outbox": ("row_id", "payload", "status"), "ledger": ("case_id", "intent", "receipt")}
+"""The columns the practice notebook names; a learner's table may have more (an attempt count, a time), and
+those are read too: a row's state is all of its columns, not only the ones the checker names."""
+
+OTHERS = "others"
+"""The key under which a row carries the columns the notebook does not name, each as ``_compact`` makes it."""
+
+
+def _compact(value: object) -> object:
+    """A column value that JSON can carry and a comparison can trust: numbers and short text as they are,
+    bytes and long text as their length and a digest (two values compare equal only when they are)."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
+    if isinstance(value, str) and len(raw) <= 200:
+        return value
+    return f"<{len(raw)} bytes {hashlib.sha256(raw).hexdigest()[:16]}>"
 
 
 def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
@@ -26,13 +43,21 @@ def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
         problems.append("the database file does not exist: nothing was ever committed to it")
         return found
     with closing(sqlite3.connect(db, timeout=10)) as conn:  # not mode=ro: see service_log.read_rows
-        for table, columns in _LEARNER_TABLES.items():
+        for table, named in _LEARNER_TABLES.items():
             try:
-                rows = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
+                cursor = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
             except sqlite3.OperationalError as error:
                 problems.append(f"the {table} table cannot be read ({error})")
                 continue
-            found[table] = [dict(zip(columns, row)) for row in rows]
+            columns = [d[0] for d in cursor.description]
+            missing = [name for name in named if name not in columns]
+            if missing:
+                problems.append(f"the {table} table has no {', '.join(missing)} column")
+                continue
+            for values in cursor.fetchall():
+                row = dict(zip(columns, values))
+                found[table].append({**{name: row[name] for name in named},
+                                     OTHERS: {k: _compact(v) for k, v in row.items() if k not in named}})
     return found
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...transport import Behaviour
 from ..harness import Ctx, Harness
 from ..observe import Snapshot
-from ..kit import crash_states, expect, never_reached, ok, row, seeded, seen, sweep, topic
+from ..kit import crash_states, expect, finished, never_reached, ok, row, seeded, seen, sweep, topic
 
 topic("delivery", "B 30–65: one send, and an honest record of it")
 
@@ -111,11 +111,11 @@ def delivery_no_poison(h: Harness) -> str:
             f"limited one after {len(tries[limited])}")
 
 
-@row("delivery-chat-order", unit="B", topic="delivery",
+@row("delivery-chat-order", unit="B", topic="delivery", runs_unit_a=("admit", "claim", "finish"),
      covers="Order within one chat, and a limit per chat: a 429 on a chat's report holds that chat's later reports "
             "until it has gone, so none overtakes it or meets the same limit; other chats are not held",
-     hint="deliver_one: take a report only when no earlier report of its chat (the same session_id, a lower rowid) "
-          "is still 'pending' or 'sending'. Reports of other chats do not wait.")
+     hint="deliver_one: take a report only when no report of its chat (the same session_id) stored before it is "
+          "still 'pending' or 'sending'. Reports of other chats do not wait.")
 def delivery_chat_order(h: Harness) -> str:
     s = h.scenario("chat-order")
     busy, other = h.distinct(h.session_id, 2)
@@ -123,7 +123,9 @@ def delivery_chat_order(h: Harness) -> str:
     sources, texts, marker = [h.source_id() for _ in chats], [h.text() for _ in chats], h.token()
 
     def script(c: Ctx):
-        ids = [str(seeded(c, source, chat, text, marker)["report_id"]) for source, chat, text in zip(sources, chats, texts)]
+        # The learner's own finish stores the reports, one after another: "stored before" is whatever their
+        # schema records of that (a rowid, a time, a number per chat), which a plain insert would not fill in.
+        ids = [str(finished(c, source, chat, text, marker)["report_id"]) for source, chat, text in zip(sources, chats, texts)]
         transport = c.transport([Behaviour.REFUSE])  # the first send meets a 429 that asks to wait RETRY_AFTER
         return ids, [c.deliver_one(transport) for _ in range(3)]
 
@@ -132,7 +134,7 @@ def delivery_chat_order(h: Harness) -> str:
     held = seen(s.observe())
     tried = [str(r["report_id"]) for r in held.requests]
     expect(tried[:1] == [first], f"the first delivery sent {tried[:1]}, not {first}, the report due the longest",
-           "Take the report that has been due the longest: the smallest due_at, then the lowest rowid.")
+           "Take the report that has been due the longest: the smallest due_at, then the one stored first.")
     expect(later not in tried, f"{later} was sent while {first}, stored before it for the same chat, waited out a "
            "429: the chat's second answer overtook its first, into a chat that had just asked to wait",
            "A 429 is about the chat: while an earlier report of the chat is 'pending' or 'sending', its later "

@@ -23,6 +23,8 @@ class PracticeSnapshot:
     actions: list[dict]
     case_requests: list[dict]
     problems: list[str] = field(default_factory=list)
+    database: str | None = None
+    """A digest of every table in the learner's database (``practice.observer``): equal only for equal contents."""
 
     def row(self, row_id: str) -> dict | None:
         return next((r for r in self.outbox if r["row_id"] == row_id), None)

@@ -298,6 +298,29 @@ with store.transaction() as tx:
     tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ? AND status = 'pending'", (row["row_id"],))
 return ack'''
 
+_PUBLISH_TRIES_TABLE = '''with store.transaction() as tx:
+    tx.execute_script("CREATE TABLE IF NOT EXISTS publish_try (row_id TEXT PRIMARY KEY, tries INTEGER NOT NULL);")
+    while True:
+        row = tx.execute("SELECT o.row_id, o.payload, COALESCE(t.tries, 0) AS tries FROM outbox AS o "
+                         "LEFT JOIN publish_try AS t USING (row_id) WHERE o.status = 'pending' "
+                         "ORDER BY o.rowid LIMIT 1").fetchone()
+        if row is None:
+            return None
+        if row["tries"] < max_attempts:
+            break
+        tx.execute("UPDATE outbox SET status = 'failed' WHERE row_id = ?", (row["row_id"],))
+    tx.execute("INSERT INTO publish_try (row_id, tries) VALUES (?, 1) "
+               "ON CONFLICT (row_id) DO UPDATE SET tries = tries + 1", (row["row_id"],))
+try:
+    ack = broker.publish(row["row_id"], row["payload"])
+except BrokerRejected:
+    with store.transaction() as tx:
+        tx.execute("UPDATE outbox SET status = 'failed' WHERE row_id = ?", (row["row_id"],))
+    raise
+with store.transaction() as tx:
+    tx.execute("UPDATE outbox SET status = 'sent' WHERE row_id = ?", (row["row_id"],))
+return ack'''
+
 PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-update-returning", UNIT, (Edit("publish_one", None, _PUBLISH_RETURNING),),
          "Claims the row with one UPDATE … RETURNING into a state named 'in_flight'; a row out of attempts is no "
@@ -311,6 +334,9 @@ PRACTICE_ALTERNATIVES: tuple[Case, ...] = (
     Case("practice-publish-count-only", UNIT, (Edit("publish_one", None, _PUBLISH_COUNT_ONLY),),
          "No state for 'on its way': the row stays 'pending' and its attempt count, raised in the commit before the "
          "publish, is what tells the next run it may be at the broker.", (), ""),
+    Case("practice-publish-tries-table", UNIT, (Edit("publish_one", None, _PUBLISH_TRIES_TABLE),),
+         "The outbox row is left alone until it is sent or set aside: each attempt is counted, before the publish, "
+         "in a table of the learner's own (publish_try), with INSERT … ON CONFLICT.", (), ""),
     Case("practice-recover-one-update", UNIT, (Edit("recover_cases", None, _RECOVER_ONE_UPDATE),),
          "Decides each case's outcome first and settles it in one UPDATE; a digest mismatch is kept as 'conflict' "
          "with both digests in the note, a refusal as 'refused'.", (), ""),

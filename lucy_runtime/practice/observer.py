@@ -61,6 +61,21 @@ def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
     return found
 
 
+def _database_digest(db: str) -> str | None:
+    """One digest of every table of the learner's database, rows in a stable order: equal for two files only
+    when they hold the same tables with the same rows. ``None`` when there is no file."""
+    if not os.path.exists(db):
+        return None
+    digest = hashlib.sha256()
+    with closing(sqlite3.connect(db, timeout=10)) as conn:
+        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        for name in names:
+            rows = sorted(repr(tuple(row)) for row in conn.execute(f'SELECT * FROM "{name}"'))
+            digest.update(repr((name, rows)).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
 def _has(log: str, table: str) -> bool:
     return bool(read_rows(log, f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{table}'"))
 
@@ -72,6 +87,7 @@ def snapshot(db: str, log: str) -> dict:
     broker, cases = _has(log, "message"), _has(log, "action")
     return {
         "outbox": tables["outbox"], "ledger": tables["ledger"], "problems": problems,
+        "database": _database_digest(db),
         "messages": [dict(zip(("offset", "key", "body"), r))
                      for r in read_rows(log, "SELECT offset, key, body FROM message ORDER BY offset")],
         "publishes": [dict(zip(("key", "body"), r)) for r in read_rows(

@@ -179,21 +179,21 @@ def practice_in_flight_resume(h: Harness) -> str:
         for n, (_, when) in enumerate(moments, start=1):
             ok(runs[n][0], "preparing the outbox")
             ok(runs[n][1], f"publish_one stopped {when}", expect="crashed", harness=p)
-        untried = [snap.row(row_id) for snap in look([runs[n][2] for n in order])]
-        crashed = [snap.row(row_id) for snap in look([runs[n][3] for n in order])]
+        untried, crashed = look([runs[n][2] for n in order]), look([runs[n][3] for n in order])
         answers = [ok(runs[n][4], "a new process publishes again") for n in order]
         resumed = look([runs[n][5] for n in order])
-    states = [got and got["status"] for got in crashed]
-    for before, after, (moment, when) in zip(untried, crashed, moments):
-        status = after and after["status"]
+    states = [(got := snap.row(row_id)) and got["status"] for snap in crashed]
+    for before, after, status, (moment, when) in zip(untried, crashed, states, moments):
         expect(status != "sent", f"stopped {when}, the row says 'sent' while the broker "
                f"{'is empty' if moment == 'send' else 'has not answered'}: the status was written before publish returned")
-        # The learner's design names the state: any committed change to the row (its status, an attempt
-        # count, a time) tells the next run it may be on its way. Only a row left as it was never tried does not.
-        expect(after is not None and after != before, f"stopped {when}, the row is exactly as it was before "
-               "publish_one began: nothing says it may be on its way",
-               "Nothing committed before the broker call tells the next run this row may already be "
-               "at the broker: a row on its way needs a state that differs from a row never tried.")
+        # The learner's design names the state: whatever it committed before the broker call (the row's status, an
+        # attempt count, a time, a note elsewhere) tells the next run the row may be on its way. Only a database
+        # left as it was before publish_one began does not.
+        still_there(after.row(row_id), f"stopped {when}, the outbox row")
+        expect(after.database != before.database, f"stopped {when}, the database is exactly as it was before "
+               "publish_one began: nothing says the row may be on its way",
+               "Nothing committed before the broker call tells the next run this row may already be at the broker: "
+               "a row on its way needs something committed before the call that a row never tried does not have.")
     for snap, row_id, answer, (_, when) in zip(resumed, row_ids, answers, moments):
         one_key(snap, payload, f"stopped {when}, then run again", "the row")
         got, messages = still_there(snap.row(row_id), "the outbox row"), snap.messages_for(row_id)

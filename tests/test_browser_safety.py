@@ -24,8 +24,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
 from lucy_runtime.course.course import ScratchCourse
-from lucy_runtime.proof.tampers import (FAKE_CONTROLS, HIDDEN, SPLIT_AFTER_CLEANING, runs_as_the_educator,
-                                           tamper_by_name)
+from lucy_runtime.proof.hostile_answers import FAKE_CONTROLS, HIDDEN, SPLIT_AFTER_CLEANING, runs_as_the_educator
+from lucy_runtime.proof.tampers import tamper_by_name
 from lucy_runtime.proof.verify import Entry, Kind, filled, handed_in, with_written_answers
 from lucy_runtime.grading.page_headers import MATHJAX
 

@@ -12,7 +12,7 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from lucy_runtime.proof.tampers import HOSTILE_ANSWER
+from lucy_runtime.proof.hostile_answers import HOSTILE_ANSWER
 from lucy_runtime.grading.inert_html import InertHTML, as_markdown, render_markdown
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()

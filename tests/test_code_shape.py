@@ -14,7 +14,6 @@ MAX_LINES = 500
 LONG_ALLOWED = {
     # Not split yet (issue 39, item 5: what remains).
     "lucy_runtime/educator/cases.py": "not split yet (issue 39): by unit, beside the alternatives",
-    "lucy_runtime/engine/child.py": "not split yet (issue 39)",
     "lucy_runtime/hub/hub.py": "not split yet (issue 39)",
     "lucy_runtime/proof/tampers.py": "not split yet (issue 39)",
     "lucy_runtime/grading/exchange.py": "not split yet (issue 39)",
@@ -30,7 +29,6 @@ COMPLEX_ALLOWED = {
     "lucy_runtime/bench/bench.py:run_bench": "not refactored yet (issue 39)",
     "lucy_runtime/cli/main.py:_autograde": "not refactored yet (issue 39)",
     "lucy_runtime/grading/sandbox.py:Sandbox.command": "not refactored yet (issue 39)",
-    "lucy_runtime/engine/child.py:Supervisor.run": "not refactored yet (issue 39)",
 }
 
 

@@ -28,7 +28,6 @@ COMPLEX_ALLOWED = {
     "lucy_runtime/course/regrade.py:regrade": "not refactored yet (issue 39); rank F",
     "lucy_runtime/bench/bench.py:run_bench": "not refactored yet (issue 39)",
     "lucy_runtime/cli/main.py:_autograde": "not refactored yet (issue 39)",
-    "lucy_runtime/grading/sandbox.py:Sandbox.command": "not refactored yet (issue 39)",
 }
 
 

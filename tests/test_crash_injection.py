@@ -12,7 +12,8 @@ import os
 import pytest
 
 from lucy_runtime.checker import run_rows
-from lucy_runtime.engine.child import Status, run_in_child
+from lucy_runtime.engine.result import Status
+from lucy_runtime.engine.supervisor import run_in_child
 from lucy_runtime.engine.faults import Count, KillAt, FailAt, Stop
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.educator.cases import Case, by_name
@@ -109,7 +110,7 @@ def test_nothing_a_child_writes_to_its_pipes_is_unpickled(tmp_path):
     marker = tmp_path / "pwned"
     script = f"""
 import os, pickle
-from lucy_runtime.engine.child import run_in_child
+from lucy_runtime.engine.supervisor import run_in_child
 from lucy_runtime.engine.faults import Count
 
 

@@ -87,7 +87,7 @@ def test_without_bubblewrap_grading_says_so_once(monkeypatch, capsys):
 def test_a_child_drops_to_the_grader_user_and_keeps_no_inherited_descriptor(monkeypatch, tmp_path):
     need("root", os.geteuid() == 0, "dropping to the grader user needs root (CI runs as root)")
     from lucy_runtime.engine import confine
-    from lucy_runtime.engine.child import run_in_child
+    from lucy_runtime.engine.supervisor import run_in_child
 
     _, uid, gid = sandbox.grader_account()
     inherited = os.open(tmp_path / "secret", os.O_CREAT | os.O_WRONLY, 0o600)

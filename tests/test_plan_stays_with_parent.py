@@ -17,7 +17,7 @@ import pytest
 from lucy_runtime.grading import orchestrator
 from lucy_runtime.grading import sandbox
 from lucy_runtime.checker import Harness, SourceLearner, run_rows
-from lucy_runtime.engine.child import Status
+from lucy_runtime.engine.result import Status
 from lucy_runtime.engine.faults import Count
 from lucy_runtime.grading.process import CheckerProcess
 from lucy_runtime.checker.rows import ROWS

@@ -24,7 +24,8 @@ import pytest
 from lucy_runtime.checker import run_rows
 from lucy_runtime.checker.rows import ROWS
 from lucy_runtime.engine import confine
-from lucy_runtime.engine.child import ForkServer, Status, run_served
+from lucy_runtime.engine.forkserver import ForkServer, run_served
+from lucy_runtime.engine.result import Status
 from lucy_runtime.engine.faults import Count
 from lucy_runtime.educator.cases import Case, by_name
 from lucy_runtime.proof.tampers import Append, tamper_by_name

@@ -34,7 +34,7 @@ import nbformat
 
 from ..notebooks.cells import grade_id, row_of, test_cells
 from ..checker import SourceLearner, run_rows, select_rows
-from ..engine.child import run_in_child
+from ..engine.supervisor import run_in_child
 from ..checker.results import RowResult
 from ..course.course import ScratchCourse, nbgrader
 from ..delivery import DeliveryPolicy

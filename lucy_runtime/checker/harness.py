@@ -28,8 +28,10 @@ from ..store import Store
 from ..transport import Behaviour, FakeService, FakeTransport
 from ..work import Admission, AfterError, Assignment, Disposition, OperatorNumbers, Queue, Report
 from ..engine import child as _child
-from ..engine.child import ChildResult, ForkServer, Plan, run_in_child, run_served
 from ..engine.child import PROBE
+from ..engine.forkserver import ForkServer, run_served
+from ..engine.result import ChildResult
+from ..engine.supervisor import Plan, run_in_child
 from .observe import Snapshot, observe_many
 
 

@@ -22,7 +22,7 @@ from ..errors import CheckerFault, Fail, SetupRefused
 from ..engine.limits import LIMIT_HINT, explain_error, explain_signal
 from ..work import REPORT_COLUMNS, WORK_COLUMNS
 from .attempts import SWALLOWED_HINT, Attempt, Ending
-from ..engine.child import ChildResult
+from ..engine.result import ChildResult
 from ..engine.faults import POINT_KINDS, CopyAt, Count, KillAt, PauseForRival, Rival
 from .harness import ContractBroken, Ctx, Harness, ReturnedNothing
 from .series import Kept, Series

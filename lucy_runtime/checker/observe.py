@@ -81,7 +81,7 @@ def in_fresh_process(read: Callable[[list[dict]], list[dict]], targets: list[dic
 
 
 def _read_in_fork(read: Callable[[list[dict]], list[dict]], targets: list[dict], timeout: float) -> list[Any]:
-    # The parent holds no connection to these files while no child runs (child.py closes its
+    # The parent holds no connection to these files while no child runs (engine/supervisor.py closes its
     # watch on each child's end), so a connection opened in the fork starts from nothing.
     read_end, write_end = os.pipe()
     pid = os.fork()

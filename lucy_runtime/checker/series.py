@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..engine import confine
-from ..engine.child import ChildResult, ForkServer, Plan, run_served
+from ..engine.forkserver import ForkServer, run_served
+from ..engine.result import ChildResult
+from ..engine.supervisor import Plan
 from .harness import SCENARIO_FILES, Ctx, Harness
 from .observe import Snapshot
 

@@ -18,7 +18,10 @@ import os
 from abc import ABC, abstractmethod
 from typing import Any, Callable
 
-from .child import CRASH_KINDS, PROBE, Action, InjectedFault, Plan, Point, Probe, Supervisor
+from ..errors import InjectedFault
+from .child import CRASH_KINDS, PROBE, Probe
+from .points import Action, Point
+from .supervisor import Plan, Supervisor
 
 POINT_KINDS = CRASH_KINDS
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..engine import child as _child
-from ..engine.child import Status, run_in_child
+from ..engine.result import Status
+from ..engine.supervisor import run_in_child
 from ..engine.faults import Stop
 from ..errors import ExperimentFailed
 

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ..engine.child import Plan, Status, run_in_child
+from ..engine.result import Status
+from ..engine.supervisor import Plan, run_in_child
 from ..engine.faults import KillAt
 from ..delivery import DeliveryPolicy
 from ..loop import AgentLoop

@@ -128,61 +128,94 @@ class Sandbox:
         box = [self.bwrap, *_system_binds()]
         limits = limits or Limits()
         box += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
-        made = {"/", "/tmp", "/usr", "/etc", "/proc", "/dev"}
-
-        def parents(inside: str) -> list[str]:
-            dirs = []  # bwrap would make missing parents 0700: the grader user could not pass them
-            for parent in reversed(Path(inside).parents):
-                if str(parent) not in made:
-                    made.add(str(parent))
-                    dirs += ["--perms", "0755", "--dir", str(parent)]
-            return dirs
-
-        def mount(kind: str, host: str, inside: str) -> list[str]:
-            return parents(inside) + [kind, host, inside]
-
-        def sized(inside: str, size: int, perms: str = "0777") -> list[str]:
-            return parents(inside) + ["--perms", perms, "--size", str(size), "--tmpfs", inside]
-
-        for path in python_paths(argv[0] if argv else None):
-            if workdir is not None and Path(workdir).is_relative_to(path):
-                raise SandboxUnavailable(f"the Python installation {path} holds the folder being graded: "
-                                         "mounting it would mount the course")
-            box += mount("--ro-bind", path, path)
-        box += mount("--ro-bind", str(runtime), RUNTIME_IN_BOX)
-        for host, inside in read_only:
-            box += mount("--ro-bind", str(host), str(inside))
-        for inside, size in private:
-            box += sized(inside, size)
-        channel = os.environ.get(TEST_CHANNEL)
-        for folder in [*writable, *([channel] if channel else [])]:
-            box += mount("--bind", str(folder), str(folder))
-        if workdir is not None and copy_work:
-            box += mount("--ro-bind", str(work_source or workdir), HANDED_IN_BOX)
-            box += sized(str(workdir), limits.work_mb << 20) + ["--chdir", str(workdir)]
-            argv = ["/bin/sh", "-c", '/bin/cp -RT --preserve=mode,timestamps -- "$1" "$2"; shift 2; exec "$@"',
-                    "lucy-work", HANDED_IN_BOX, str(workdir), *argv]
-        elif workdir is not None:
-            box += mount("--bind", str(work_source or workdir), str(workdir)) + ["--chdir", str(workdir)]
-        else:
-            box += ["--chdir", "/tmp"]
-        box += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent", "--new-session"]
+        tree = _Tree()
+        box += _python_mounts(tree, argv, workdir, runtime) + _extra_mounts(tree, read_only, private, writable)
+        work, argv = _work_mounts(tree, argv, workdir, work_source, limits, copy_work)
+        box += work + ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent", "--new-session"]
         drop_here = self.drops_user and as_grader and not caps
-        if self.mode == "user":  # setpriv (or the orchestrator) needs these two to become the grader user
-            box += ["--cap-drop", "ALL"]
-            for cap in caps or (("CAP_SETUID", "CAP_SETGID") if drop_here else ()):
-                box += ["--cap-add", cap]
-        box += ["--clearenv"]
+        box += self._capabilities(caps, drop_here) + ["--clearenv"]
         for key, value in sandbox_env(env).items():
             box += ["--setenv", key, value]
-        if drop_here:
-            setpriv = shutil.which("setpriv", path="/usr/bin:/bin") or "/usr/bin/setpriv"
-            box += ["--", setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
-        else:
-            box += ["--"]
+        box += self._user(drop_here)
         if not caps:  # after setpriv: the grader user's own processes count against RLIMIT_NPROC
             box += limits.prlimit_argv()
         return box + list(argv)
+
+    def _capabilities(self, caps: tuple[str, ...], drop_here: bool) -> list[str]:
+        """In mode "user", every capability dropped but ``caps`` (or the two setpriv needs, when it drops here)."""
+        if self.mode != "user":
+            return []
+        box = ["--cap-drop", "ALL"]  # setpriv (or the orchestrator) needs these two to become the grader user
+        for cap in caps or (("CAP_SETUID", "CAP_SETGID") if drop_here else ()):
+            box += ["--cap-add", cap]
+        return box
+
+    def _user(self, drop_here: bool) -> list[str]:
+        """The end of bwrap's options, and setpriv to become the grader user when ``argv`` runs as it here."""
+        if not drop_here:
+            return ["--"]
+        setpriv = shutil.which("setpriv", path="/usr/bin:/bin") or "/usr/bin/setpriv"
+        return ["--", setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+
+
+class _Tree:
+    """The folders made inside the sandbox so far: each mount's missing parents are made once, open to all."""
+
+    def __init__(self) -> None:
+        self.made = {"/", "/tmp", "/usr", "/etc", "/proc", "/dev"}
+
+    def parents(self, inside: str) -> list[str]:
+        dirs = []  # bwrap would make missing parents 0700: the grader user could not pass them
+        for parent in reversed(Path(inside).parents):
+            if str(parent) not in self.made:
+                self.made.add(str(parent))
+                dirs += ["--perms", "0755", "--dir", str(parent)]
+        return dirs
+
+    def mount(self, kind: str, host: str, inside: str) -> list[str]:
+        return self.parents(inside) + [kind, host, inside]
+
+    def sized(self, inside: str, size: int, perms: str = "0777") -> list[str]:
+        return self.parents(inside) + ["--perms", perms, "--size", str(size), "--tmpfs", inside]
+
+
+def _python_mounts(tree: _Tree, argv: list[str], workdir: str | os.PathLike | None, runtime: Path) -> list[str]:
+    """Python's installation and the runtime's snapshot, read-only; never a Python that holds the graded folder."""
+    box: list[str] = []
+    for path in python_paths(argv[0] if argv else None):
+        if workdir is not None and Path(workdir).is_relative_to(path):
+            raise SandboxUnavailable(f"the Python installation {path} holds the folder being graded: "
+                                     "mounting it would mount the course")
+        box += tree.mount("--ro-bind", path, path)
+    return box + tree.mount("--ro-bind", str(runtime), RUNTIME_IN_BOX)
+
+
+def _extra_mounts(tree: _Tree, read_only: Sequence[tuple[str, str]], private: Sequence[tuple[str, int]],
+                  writable: Sequence[str]) -> list[str]:
+    """The folders the caller adds: read-only ones, private tmpfs ones, and writable ones (the test channel's too)."""
+    box: list[str] = []
+    for host, inside in read_only:
+        box += tree.mount("--ro-bind", str(host), str(inside))
+    for inside, size in private:
+        box += tree.sized(inside, size)
+    channel = os.environ.get(TEST_CHANNEL)
+    for folder in [*writable, *([channel] if channel else [])]:
+        box += tree.mount("--bind", str(folder), str(folder))
+    return box
+
+
+def _work_mounts(tree: _Tree, argv: list[str], workdir: str | os.PathLike | None, work_source: str | os.PathLike | None,
+                 limits: Limits, copy_work: bool) -> tuple[list[str], list[str]]:
+    """The working folder and the folder ``argv`` starts in; with ``copy_work``, ``argv`` behind the copy into it."""
+    if workdir is None:
+        return ["--chdir", "/tmp"], argv
+    if not copy_work:
+        return tree.mount("--bind", str(work_source or workdir), str(workdir)) + ["--chdir", str(workdir)], argv
+    box = tree.mount("--ro-bind", str(work_source or workdir), HANDED_IN_BOX)
+    box += tree.sized(str(workdir), limits.work_mb << 20) + ["--chdir", str(workdir)]
+    argv = ["/bin/sh", "-c", '/bin/cp -RT --preserve=mode,timestamps -- "$1" "$2"; shift 2; exec "$@"',
+            "lucy-work", HANDED_IN_BOX, str(workdir), *argv]
+    return box, argv
 
 
 def _system_binds() -> list[str]:

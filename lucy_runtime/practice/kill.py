@@ -25,24 +25,26 @@ def stop_here() -> None:
 
 def run_until_killed(work: Callable[[], Any], *, timeout: float = 10.0) -> bool:
     """Run ``work()`` in a new process. True when a ``stop_here()`` ended it, False when it returned."""
-    from ..engine import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
-    from ..engine.faults import Stop  # noqa: PLC0415
+    from ..engine.faults import Stop  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..engine.result import Status  # noqa: PLC0415
+    from ..engine.supervisor import run_in_child  # noqa: PLC0415
 
-    result = _child.run_in_child(work, plan=Stop(), timeout=timeout)
-    if result.status is _child.Status.RAISED:
+    result = run_in_child(work, plan=Stop(), timeout=timeout)
+    if result.status is Status.RAISED:
         described = result.error.describe() if result.error else "no error was reported"
         raise ExperimentFailed(f"the process failed before anything stopped it: {described}")
-    if result.status not in (_child.Status.CRASHED, _child.Status.RETURNED):
+    if result.status not in (Status.CRASHED, Status.RETURNED):
         raise ExperimentFailed(f"the process ended as {result.status.value}: {result.value}")
-    return result.status is _child.Status.CRASHED
+    return result.status is Status.CRASHED
 
 
 def from_fresh_process(look: Callable[[], Any], *, timeout: float = 10.0) -> Any:
     """Run ``look()`` in a new process that shares nothing with the one before it; return its answer."""
-    from ..engine import child as _child  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..engine.result import Status  # noqa: PLC0415 - deferred, see the note at the imports
+    from ..engine.supervisor import run_in_child  # noqa: PLC0415
 
-    result = _child.run_in_child(look, timeout=timeout)
-    if result.status is not _child.Status.RETURNED:
+    result = run_in_child(look, timeout=timeout)
+    if result.status is not Status.RETURNED:
         detail = result.error.describe() if result.error else result.status.value
         raise ExperimentFailed(f"the process that looked failed: {detail}")
     return result.value

@@ -19,11 +19,6 @@ LONG_ALLOWED = {
 
 COMPLEX_ALLOWED = {
     # Not refactored yet on this branch (issue 39, item 5: what remains).
-    "lucy_runtime/report/report.py:attribute": "not refactored yet (issue 39)",
-    "lucy_runtime/report/report.py:read_gradebook": "not refactored yet (issue 39)",
-    "lucy_runtime/report/report_html.py:headlines": "not refactored yet (issue 39)",
-    "lucy_runtime/course/regrade.py:regrade": "not refactored yet (issue 39); rank F",
-    "lucy_runtime/bench/bench.py:run_bench": "not refactored yet (issue 39)",
     "lucy_runtime/cli/main.py:_autograde": "not refactored yet (issue 39)",
 }
 

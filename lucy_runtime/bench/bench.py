@@ -13,7 +13,8 @@
 * loop: the contributors' loop, ``make test-fast``, ``make test`` and ``make demo`` run
   in this checkout, each against its goal (``LOOP``: 1, 10 and 6 minutes).
 
-``docs/performance.md`` says how to read what it writes (``artifacts/bench.json``).
+``results.py`` holds what each section measured; ``docs/performance.md`` says how to read what
+it writes (``artifacts/bench.json``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbformat
@@ -49,6 +50,8 @@ from ..notebooks.notebook import learner_implementation
 from ..store import Store
 from ..transport import FakeService, FakeTransport
 from ..work import Queue
+from .results import (AutogradeBench, BenchReport, ClassBench, HubBench, LoopTiming, QueueBench, ReportBench,
+                      RowsBench)
 
 
 CRASH_ROWS = ("restart-keeps-work", "finish-atomic", "finish-durable", "running-crash-visible")
@@ -69,105 +72,6 @@ class BenchConfig:
     hub_learners: int = 30
     loop: tuple[tuple[str, float], ...] = LOOP
     repo: Path = REPO
-
-
-@dataclass(frozen=True)
-class RowsBench:
-    rows: dict[str, float]
-    seconds: float
-    fork_seconds: float
-    of_budget: float
-    forks: float
-    slowest_crash_row: str
-    slowest_crash_of_1s: float
-    passed: bool
-
-
-@dataclass(frozen=True)
-class AutogradeBench:
-    submission_seconds: float
-    trivial_seconds: float
-    ratio: float
-
-
-@dataclass(frozen=True)
-class ClassBench:
-    """Seconds are the mean of two runs of each side; the speedup is their ratio."""
-
-    submissions: int
-    jobs: int
-    sequential_seconds: float
-    parallel_seconds: float
-    speedup: float
-    all_graded: bool
-    not_graded: tuple[str, ...] = ()  # "student: status", then the end of that student's nbgrader log
-
-
-@dataclass(frozen=True)
-class ReportBench:
-    """``lucy report`` on a synthesised class, beside autograding the same class sequentially."""
-
-    learners: int
-    report_seconds: float
-    submission_seconds: float  # one real nbgrader autograde of the reference, here
-    autograde_seconds: float  # learners x submission_seconds
-    of_autograde: float
-    goal_seconds: float = 30.0
-
-
-@dataclass(frozen=True)
-class QueueBench:
-    items: int
-    queue_items_per_s: float
-    raw_commits_per_s: float
-    persist_queue_items_per_s: float
-    transactions_per_item: float
-    vs_raw_commits: float
-    vs_persist_queue: float
-
-
-@dataclass(frozen=True)
-class HubBench:
-    """A scripted class on JupyterHub (lucy_runtime/hub/hub.py): wall seconds per step, and the
-    machine's memory in use before and at its peak while every learner's server ran."""
-
-    learners: int
-    seconds: dict[str, float]
-    idle_memory_mb: float
-    peak_memory_mb: float
-    servers_memory_mb: float
-    all_graded: bool
-    same_notebook_same_grade: bool
-    own_feedback_each: bool
-
-
-@dataclass(frozen=True)
-class LoopTiming:
-    target: str
-    seconds: float
-    goal_seconds: float
-    of_goal: float
-    exit_code: int
-    log: str
-
-
-@dataclass(frozen=True)
-class BenchReport:
-    config: dict
-    rows: RowsBench | None = None
-    autograde: AutogradeBench | None = None
-    klass: ClassBench | None = None
-    queue: QueueBench | None = None
-    report: ReportBench | None = None
-    loop: tuple[LoopTiming, ...] = ()
-    seconds: float = 0.0
-    problems: tuple[str, ...] = field(default_factory=tuple)
-    hub: HubBench | None = None
-
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["class"] = data.pop("klass")
-        return json.dumps(data, indent=2, default=str)
 
 
 def _learner(notebook_dir: Path):
@@ -400,54 +304,90 @@ def bench_hub(config: BenchConfig) -> HubBench:
                     run.feedback_pages == {name: 1 for name in names})
 
 
-def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None) -> BenchReport:
-    unknown = set(config.sections) - set(SECTIONS)
+def _refuse_unknown(sections: tuple[str, ...]) -> None:
+    unknown = set(sections) - set(SECTIONS)
     if unknown:
         raise InvalidField("sections", f"unknown bench sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+
+
+def _rows_section(config: BenchConfig, problems: list[str], progress) -> RowsBench:
+    progress("rows: every row on the reference")
+    rows = bench_rows(config.notebook_dir)
+    if not rows.passed:
+        problems.append("a row fails on the reference")
+    return rows
+
+
+def _queue_section(config: BenchConfig, workdir: Path, progress) -> QueueBench:
+    progress(f"queue: {config.items} items end to end")
+    (workdir / "queue").mkdir()
+    return bench_queue(config.notebook_dir, config.items, workdir / "queue")
+
+
+def _grading_section(config: BenchConfig, workdir: Path, problems: list[str],
+                     progress) -> tuple[AutogradeBench | None, ClassBench | None]:
+    progress("autograde: a scratch course (nbgrader)")
+    autograde, klass = bench_grading(config, workdir)
+    if klass and not klass.all_graded:
+        problems.append("parallel grading left submissions ungraded: "
+                        + "; ".join(line.splitlines()[0] for line in klass.not_graded))
+    return autograde, klass
+
+
+def _report_section(config: BenchConfig, workdir: Path, autograde: AutogradeBench | None, problems: list[str],
+                    progress) -> ReportBench:
+    progress(f"report: lucy report on a class of {config.learners} (synthesised)")
+    (workdir / "report").mkdir()
+    report = bench_report(workdir / "report", config.learners, autograde.submission_seconds if autograde else None)
+    if report.report_seconds > report.goal_seconds:
+        problems.append(f"the report on {report.learners} learners took {report.report_seconds:g} s, "
+                        f"over its goal of {report.goal_seconds:g} s")
+    return report
+
+
+def _hub_section(config: BenchConfig, problems: list[str], progress) -> HubBench | None:
+    if os.geteuid() != 0:
+        problems.append("hub: a class on JupyterHub needs root (system accounts); not measured")
+        return None
+    progress(f"hub: a class of {config.hub_learners} learner accounts on JupyterHub")
+    hub_bench: HubBench | None = None
+    try:
+        hub_bench = bench_hub(config)
+    except hub.HubError as problem:
+        problems.append(f"hub: {problem}")
+    held = hub_bench and hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each
+    if hub_bench is not None and not held:
+        problems.append("hub: a learner's grade or feedback is missing or differs from the same notebook's")
+    return hub_bench
+
+
+def _loop_section(config: BenchConfig, problems: list[str], progress) -> tuple[LoopTiming, ...]:
+    loop = bench_loop(config, config.repo / "artifacts", progress)
+    problems += [f"make {t.target} failed (exit {t.exit_code}); see {t.log}" for t in loop if t.exit_code]
+    return loop
+
+
+def run_bench(config: BenchConfig = BenchConfig(), *, progress=lambda text: None) -> BenchReport:
+    _refuse_unknown(config.sections)
     started = time.monotonic()
     rows = autograde = klass = queue = report = None
     hub_bench: HubBench | None = None
     loop: tuple[LoopTiming, ...] = ()
-    problems = []
+    problems: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="lucy-bench-"))
     try:
         if "rows" in config.sections:
-            progress("rows: every row on the reference")
-            rows = bench_rows(config.notebook_dir)
-            if not rows.passed:
-                problems.append("a row fails on the reference")
+            rows = _rows_section(config, problems, progress)
         if "queue" in config.sections:
-            progress(f"queue: {config.items} items end to end")
-            (workdir / "queue").mkdir()
-            queue = bench_queue(config.notebook_dir, config.items, workdir / "queue")
+            queue = _queue_section(config, workdir, progress)
         if {"autograde", "class"} & set(config.sections):
-            progress("autograde: a scratch course (nbgrader)")
-            autograde, klass = bench_grading(config, workdir)
-            if klass and not klass.all_graded:
-                problems.append("parallel grading left submissions ungraded: "
-                                + "; ".join(line.splitlines()[0] for line in klass.not_graded))
+            autograde, klass = _grading_section(config, workdir, problems, progress)
         if "report" in config.sections:
-            progress(f"report: lucy report on a class of {config.learners} (synthesised)")
-            (workdir / "report").mkdir()
-            report = bench_report(workdir / "report", config.learners, autograde.submission_seconds if autograde else None)
-            if report.report_seconds > report.goal_seconds:
-                problems.append(f"the report on {report.learners} learners took {report.report_seconds:g} s, "
-                                f"over its goal of {report.goal_seconds:g} s")
+            report = _report_section(config, workdir, autograde, problems, progress)
         if "hub" in config.sections:
-            if os.geteuid() != 0:
-                problems.append("hub: a class on JupyterHub needs root (system accounts); not measured")
-            else:
-                progress(f"hub: a class of {config.hub_learners} learner accounts on JupyterHub")
-                try:
-                    hub_bench = bench_hub(config)
-                except hub.HubError as problem:
-                    problems.append(f"hub: {problem}")
-                held = hub_bench and hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each
-                if hub_bench is not None and not held:
-                    problems.append("hub: a learner's grade or feedback is missing or differs from the same notebook's")
+            hub_bench = _hub_section(config, problems, progress)
         if "loop" in config.sections:
-            loop = bench_loop(config, config.repo / "artifacts", progress)
-            problems += [f"make {t.target} failed (exit {t.exit_code}); see {t.log}" for t in loop if t.exit_code]
+            loop = _loop_section(config, problems, progress)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()}

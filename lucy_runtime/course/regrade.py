@@ -312,6 +312,140 @@ def _learner_from_json(data: dict) -> LearnerRegrade:
                           tuple(Change(**c) for c in data["changes"]), data["released"], data.get("decision", ""))
 
 
+def _read_journal(path: Path) -> dict | None:
+    """The journal of a regrade stopped while swapping in; None when there is none or it cannot be read."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def _graded_before(root: Path, db_url: str, assignment: str) -> tuple[list[str], dict[str, Grades], list[str]]:
+    """The learners to grade again and their grades as they are, and those whose submission was never graded."""
+    students = submitted_students(root, assignment)
+    if not students:
+        raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
+    apply_due_dates(root)
+    before = read_grades(db_url, assignment, students)
+    never = [s for s in students if s not in before]
+    students = [s for s in students if s in before]
+    if not students:
+        raise NothingToGrade(f"no submission of {assignment!r} was graded before: `lucy autograde {assignment}` "
+                             "grades them the first time")
+    return students, before, never
+
+
+@dataclass
+class _Regraded:
+    """The class graded again in the scratch course, before anything in the course has changed."""
+
+    scratch_url: str
+    before: dict[str, Grades]
+    after: dict[str, Grades]
+    learners: list[LearnerRegrade]
+    never: list[str]
+    unfinished: tuple[Outcome, ...]
+
+
+def _grade_in_scratch(root: Path, db_url: str, assignment: str, scratch: Path, *, jobs: int, timeout: float,
+                      on_done: Callable[[Outcome, int, int], None] | None, scheduler: str | None) -> _Regraded:
+    """Steps 1 and 2: every learner's grades now, and their grades from the current grader in a scratch course."""
+    students, before, never = _graded_before(root, db_url, assignment)
+    scratch_course(root, assignment, students, scratch)
+    graded = autograde_class(scratch, assignment, jobs=jobs, timeout=timeout, on_done=on_done, force=True,
+                             scheduler=scheduler)
+    scratch_url = course_db_url(scratch)
+    ok = [o.student for o in graded.outcomes if o.status is Status.GRADED]
+    after = read_grades(scratch_url, assignment, ok)
+    learners = [LearnerRegrade(s, before[s].score if s in before else 0.0, after[s].score, after[s].max_score,
+                               changes(before.get(s), after[s]), released_score(root, assignment, s))
+                for s in sorted(after)]
+    return _Regraded(scratch_url, before, after, learners, never, graded.unfinished)
+
+
+def _why_stopped(falling: list[LearnerRegrade]) -> str:
+    return (f"{len(falling)} learner{'s' if len(falling) != 1 else ''} would score less than the feedback they "
+            f"were given shows ({', '.join(x.student for x in falling)}): nothing was changed. Run again with "
+            "--released keep-higher (their former scores stay, as manual scores) or --released lower-with-note "
+            "(lowered, with the reason beside each lowered row in their next feedback).")
+
+
+def _former_scores(learner: LearnerRegrade) -> dict[str, dict[str, float]]:
+    """notebook → cell → the score before, for each of the learner's cells whose score fell."""
+    kept: dict[str, dict[str, float]] = {}
+    for change in learner.changes:
+        if change.after < change.before:
+            kept.setdefault(change.notebook, {})[change.cell] = change.before
+    return kept
+
+
+def _decide(regraded: _Regraded, scratch: Path, assignment: str, released: Released | None,
+            reason: str) -> dict[str, dict[str, dict[str, float]]]:
+    """Step 3: the decision applied, in the scratch course, to each learner whose released score would fall
+    (their entry in ``regraded`` updated); the former scores kept as manual scores, student → notebook → cell."""
+    overrides: dict[str, dict[str, dict[str, float]]] = {}
+    for i, x in enumerate(regraded.learners):
+        if x.lowered_below_released and released is not None:
+            _apply_decision(regraded.scratch_url, scratch, assignment, x, regraded.before[x.student], released, reason)
+            kept = _former_scores(x) if released is Released.KEEP_HIGHER else {}
+            if kept:
+                overrides[x.student] = kept
+            new = read_grades(regraded.scratch_url, assignment, [x.student])[x.student]
+            regraded.learners[i] = LearnerRegrade(x.student, x.before, new.score, x.max_score, x.changes, x.released,
+                                                  "kept the higher score" if released is Released.KEEP_HIGHER
+                                                  else "lowered, with a note in the feedback")
+            regraded.after[x.student] = new
+    return overrides
+
+
+def _journal(regraded: _Regraded, reason: str, released: Released | None,
+             overrides: dict[str, dict[str, dict[str, float]]]) -> dict:
+    """What step 4 needs to finish after a stop: the new grades, who to swap in, who is done."""
+    before, after = regraded.before, regraded.after
+    return {"reason": reason, "released": released.value if released else None,
+            "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "learners": [_learner_json(x) for x in regraded.learners],
+            "after": {s: asdict(g) for s, g in after.items()},
+            "before": {s: asdict(g) for s, g in before.items() if s in after},
+            "overrides": overrides,
+            "swap": [x.student for x in regraded.learners if not _same(before.get(x.student), after[x.student])],
+            "done": [], "not_graded": [o.student for o in regraded.unfinished], "never_graded": regraded.never}
+
+
+def _swap_in_remaining(journal: dict, journal_path: Path, db_url: str, scratch: Path, root: Path,
+                       assignment: str) -> None:
+    """Step 4: each learner the journal names and has not marked done swapped in, and marked done."""
+    for student in journal["swap"]:
+        if student in journal["done"]:
+            continue
+        _swap_in(db_url, scratch, root, assignment, student, _grades_from_json(journal["after"][student]),
+                 journal["overrides"].get(student, {}))
+        journal["done"].append(student)
+        _atomic_json(journal_path, journal)
+
+
+def _record_runs(history: Path, assignment: str, journal: dict, reason: str) -> None:
+    """The class before and after, as two grading runs in the class report's history."""
+    before_grades = {s: _grades_from_json(g) for s, g in journal["before"].items()}
+    after_grades = {**before_grades, **{s: _grades_from_json(g) for s, g in journal["after"].items()}}
+    record_in_history(history, assignment, before_grades)
+    record_in_history(history, assignment, after_grades, f"regrade: {reason}")
+
+
+def _append_to_log(log: Path, assignment: str, reason: str, journal: dict, resumed: bool,
+                   learners: list[LearnerRegrade]) -> None:
+    """Step 5: the regrade's line in ``regrades.jsonl``."""
+    entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "assignment": assignment,
+             "reason": reason, "released": journal["released"], "started": journal["started"], "resumed": resumed,
+             "changed": [_learner_json(x) for x in learners if x.changes],
+             "unchanged": [x.student for x in learners if not x.changes],
+             "not_graded": journal["not_graded"]}
+    with log.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(entry) + "\n")
+
+
 def regrade(root: Path, assignment: str, reason: str, *, released: Released | None = None, jobs: int = 2,
             timeout: float = 900, on_done: Callable[[Outcome, int, int], None] | None = None,
             scheduler: str | None = None) -> Regrade:
@@ -320,90 +454,29 @@ def regrade(root: Path, assignment: str, reason: str, *, released: Released | No
     db_url = course_db_url(root)
     work = root / WORK
     journal_path, scratch = work / f"{assignment}.json", work / assignment
-    journal = None
-    if journal_path.exists():
-        try:
-            journal = json.loads(journal_path.read_text(encoding="utf-8"))
-        except ValueError:
-            journal = None
+    journal = _read_journal(journal_path)
     if journal is None:
-        students = submitted_students(root, assignment)
-        if not students:
-            raise NothingToGrade(f"no submission of {assignment!r} under {root / 'submitted'}")
-        apply_due_dates(root)
-        before = read_grades(db_url, assignment, students)
-        never = [s for s in students if s not in before]
-        students = [s for s in students if s in before]
-        if not students:
-            raise NothingToGrade(f"no submission of {assignment!r} was graded before: `lucy autograde {assignment}` "
-                                 "grades them the first time")
-        scratch_course(root, assignment, students, scratch)
-        graded = autograde_class(scratch, assignment, jobs=jobs, timeout=timeout, on_done=on_done, force=True,
-                                 scheduler=scheduler)
-        scratch_url = course_db_url(scratch)
-        ok = [o.student for o in graded.outcomes if o.status is Status.GRADED]
-        after = read_grades(scratch_url, assignment, ok)
-        learners = [LearnerRegrade(s, before[s].score if s in before else 0.0, after[s].score, after[s].max_score,
-                                   changes(before.get(s), after[s]), released_score(root, assignment, s))
-                    for s in sorted(after)]
-        falling = [x for x in learners if x.lowered_below_released]
+        regraded = _grade_in_scratch(root, db_url, assignment, scratch, jobs=jobs, timeout=timeout, on_done=on_done,
+                                     scheduler=scheduler)
+        falling = [x for x in regraded.learners if x.lowered_below_released]
         if falling and released is None:
             shutil.rmtree(scratch, ignore_errors=True)
-            return Regrade(assignment, reason, tuple(learners), graded.unfinished, never_graded=tuple(never), stopped=(
-                f"{len(falling)} learner{'s' if len(falling) != 1 else ''} would score less than the feedback they "
-                f"were given shows ({', '.join(x.student for x in falling)}): nothing was changed. Run again with "
-                "--released keep-higher (their former scores stay, as manual scores) or --released lower-with-note "
-                "(lowered, with the reason beside each lowered row in their next feedback)."))
-        overrides: dict[str, dict[str, dict[str, float]]] = {}
-        for i, x in enumerate(learners):
-            if x.lowered_below_released and released is not None:
-                _apply_decision(scratch_url, scratch, assignment, x, before[x.student], released, reason)
-                if released is Released.KEEP_HIGHER:
-                    for change in x.changes:
-                        if change.after < change.before:
-                            overrides.setdefault(x.student, {}).setdefault(change.notebook, {})[change.cell] = \
-                                change.before
-                new = read_grades(scratch_url, assignment, [x.student])[x.student]
-                learners[i] = LearnerRegrade(x.student, x.before, new.score, x.max_score, x.changes, x.released,
-                                             "kept the higher score" if released is Released.KEEP_HIGHER
-                                             else "lowered, with a note in the feedback")
-                after[x.student] = new
-        journal = {"reason": reason, "released": released.value if released else None,
-                   "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   "learners": [_learner_json(x) for x in learners],
-                   "after": {s: asdict(g) for s, g in after.items()},
-                   "before": {s: asdict(g) for s, g in before.items() if s in after},
-                   "overrides": overrides,
-                   "swap": [x.student for x in learners if not _same(before.get(x.student), after[x.student])],
-                   "done": [], "not_graded": [o.student for o in graded.unfinished], "never_graded": never}
+            return Regrade(assignment, reason, tuple(regraded.learners), regraded.unfinished,
+                           never_graded=tuple(regraded.never), stopped=_why_stopped(falling))
+        overrides = _decide(regraded, scratch, assignment, released, reason)
+        journal = _journal(regraded, reason, released, overrides)
         _atomic_json(journal_path, journal)  # from here on, a stopped regrade is finished by running it again
-        not_graded = graded.unfinished
+        not_graded = regraded.unfinished
         resumed = False
     else:
         reason = journal["reason"]
         not_graded = tuple(Outcome(s, Status.FAILED, 0.0) for s in journal["not_graded"])
         resumed = True
-    for student in journal["swap"]:
-        if student in journal["done"]:
-            continue
-        _swap_in(db_url, scratch, root, assignment, student, _grades_from_json(journal["after"][student]),
-                 journal["overrides"].get(student, {}))
-        journal["done"].append(student)
-        _atomic_json(journal_path, journal)
+    _swap_in_remaining(journal, journal_path, db_url, scratch, root, assignment)
     learners = [_learner_from_json(x) for x in journal["learners"]]
-    history = root / "reports" / "history.json"
-    before_grades = {s: _grades_from_json(g) for s, g in journal["before"].items()}
-    after_grades = {**before_grades, **{s: _grades_from_json(g) for s, g in journal["after"].items()}}
-    record_in_history(history, assignment, before_grades)
-    record_in_history(history, assignment, after_grades, f"regrade: {reason}")
+    _record_runs(root / "reports" / "history.json", assignment, journal, reason)
     log = root / LOG
-    entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "assignment": assignment,
-             "reason": reason, "released": journal["released"], "started": journal["started"], "resumed": resumed,
-             "changed": [_learner_json(x) for x in learners if x.changes],
-             "unchanged": [x.student for x in learners if not x.changes],
-             "not_graded": journal["not_graded"]}
-    with log.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(entry) + "\n")
+    _append_to_log(log, assignment, reason, journal, resumed, learners)
     shutil.rmtree(scratch, ignore_errors=True)
     journal_path.unlink()
     return Regrade(assignment, reason, tuple(learners), tuple(not_graded), never_graded=tuple(journal["never_graded"]),

@@ -1,13 +1,13 @@
 """What the class did: one report an educator reads before the next session.
 
-``class_report(course, assignments)`` reads what grading left behind and nothing
-else: the gradebook (nbgrader's API, SQLite or PostgreSQL), the sealed verdicts in
-the autograded notebooks (each failing row's observation and hint), the evidence
+``class_report(course, assignments)`` reads what grading left behind and nothing else:
+the gradebook (``grades.py``: nbgrader's API, SQLite or PostgreSQL), the sealed verdicts
+in the autograded notebooks (each failing row's observation and hint), the evidence
 files handed in beside the notebooks, and the checkpoint records. It runs no learner
 code. Each failing submission's set of failing rows is matched against the educator
-cases' signatures (``signatures.py``: measured once, cached). ``history.py`` keeps
-each learner's score per grading run, so a report after a resubmission shows how the
-class moved. ``report_html.py`` draws it and writes the files.
+cases' signatures (``signatures.py``: measured once, cached). ``history.py`` keeps each
+learner's score per grading run, so a report after a resubmission shows how the class
+moved. ``report_html.py`` draws it and writes the files.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ..course.history import Movement, Run, record_run
 from ..educator.practice_cases import PRACTICE_CASES
 from ..educator.predictions import KEYS, EvidenceFile, PromptResult, judge, prompts, read_evidence
 from ..proof.signatures import Signatures, load, unit_rows
+from .grades import SubmissionGrades, read_gradebook
 
 GUIDE = REPO / "chapters" / "ch07" / "educator-guide.md"
 MISCONCEPTION_OF = {
@@ -159,69 +160,6 @@ class ClassReport:
         return out.getvalue()
 
 
-@dataclass(frozen=True)
-class _Grades:
-    """The gradebook's grades of one submission."""
-
-    score: float = 0.0
-    max_score: float = 0.0
-    auto_score: float = 0.0
-    auto_max: float = 0.0
-    to_grade: int = 0
-    failing: tuple[str, ...] = ()
-    rows: tuple[str, ...] = ()
-    stamp: str = ""
-    late_penalty: float = 0.0
-
-
-def read_gradebook(url: str, assignments: tuple[str, ...] | None) -> tuple[dict[str, dict[str, _Grades]], list[str],
-                                                                        tuple[str, ...]]:
-    """assignment → student → grades, in one query; every student id; every id, name and email."""
-    from nbgrader.api import (Assignment, Grade, GradeCell, Gradebook,  # noqa: PLC0415 - seconds to import
-                              SubmittedAssignment, SubmittedNotebook)
-
-    found: dict[str, dict[str, dict]] = defaultdict(dict)
-    with Gradebook(url) as gb:
-        query = (gb.db.query(Assignment.name, SubmittedAssignment.student_id, SubmittedAssignment.timestamp,
-                             GradeCell.name, GradeCell.cell_type, GradeCell.max_score, Grade.auto_score, Grade.score,
-                             Grade.needs_manual_grade)
-                 .select_from(Grade)
-                 .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
-                 .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-                 .join(GradeCell, Grade.cell_id == GradeCell.id))
-        if assignments is not None:
-            query = query.filter(Assignment.name.in_(assignments))
-        for name, student, stamp, cell, cell_type, most, auto, score, manual in query:
-            g = found[name].setdefault(student, {"score": 0.0, "max": 0.0, "auto": 0.0, "auto_max": 0.0,
-                                                 "to_grade": 0, "failing": [], "rows": [], "stamp": str(stamp)})
-            g["score"] += score or 0.0
-            g["max"] += most or 0.0
-            if cell_type == "code":
-                g["auto"] += auto or 0.0
-                g["auto_max"] += most or 0.0
-                if cell.startswith("row_"):
-                    g["rows"].append(row_of(cell))
-                    if (auto or 0.0) < (most or 0.0):
-                        g["failing"].append(row_of(cell))
-            elif manual:
-                g["to_grade"] += 1
-        late = (gb.db.query(Assignment.name, SubmittedAssignment.student_id, SubmittedNotebook.late_submission_penalty)
-                .select_from(SubmittedNotebook)
-                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id))
-        for name, student, penalty in late:
-            if name in found and student in found[name] and penalty:
-                found[name][student]["late"] = found[name][student].get("late", 0.0) + float(penalty)
-        students = [s.id for s in gb.students]
-        roster = tuple(sorted({str(v) for s in gb.students for v in (s.id, s.first_name, s.last_name, s.email) if v}))
-        every = [a.name for a in gb.assignments]
-    grades = {a: {s: _Grades(g["score"], g["max"], g["auto"], g["auto_max"], g["to_grade"], tuple(sorted(g["failing"])),
-                             tuple(g["rows"]), g["stamp"], g.get("late", 0.0)) for s, g in found[a].items()}
-              for a in (assignments or every) if a in found}
-    return grades, students, roster
-
-
 def read_verdicts(notebook: Path) -> dict[str, Verdict]:
     """row → the sealed verdict an autograded notebook holds (empty when the file is missing or unreadable)."""
     try:
@@ -331,6 +269,48 @@ def tricks_shown(course: Path, assignment: str, failing: dict[str, tuple[str, ..
     return found
 
 
+def _honest_cases_by_signature(unit: str, signatures: Signatures,
+                               cases: tuple[Case, ...]) -> dict[frozenset[str], list[Case]]:
+    """The unit's cases that fail some row, tricks left out, by the set of rows they fail."""
+    by_signature: dict[frozenset[str], list[Case]] = defaultdict(list)
+    for case in cases:
+        if is_trick(case):
+            continue
+        if case.unit == unit and case.name in signatures.failing and signatures.failing[case.name]:
+            by_signature[signatures.failing[case.name]].append(case)
+    return by_signature
+
+
+def _group_key(rows: frozenset[str], every_row: frozenset[str],
+               by_signature: dict[frozenset[str], list[Case]]) -> tuple[str, frozenset[str]]:
+    """The kind of group a learner failing ``rows`` falls in, and the failing rows that tell its groups apart."""
+    if not rows:
+        return ("pass", rows)
+    if every_row and rows >= every_row:  # before the cases: a case that fails every row says nothing more
+        return ("all", frozenset())
+    if rows in by_signature:
+        return ("case", rows)
+    return ("none", frozenset())
+
+
+def _closest_case(rows: frozenset[str], by_signature: dict[frozenset[str], list[Case]]) -> tuple[str, str] | None:
+    """The case whose failing rows are nearest ``rows`` and how they differ, when one is clearly close."""
+    near = [(len(rows ^ sig), cs[0].name, _closeness(rows, sig)) for sig, cs in by_signature.items()]
+    near = [n for n in near if n[2] is not None]
+    if not near:
+        return None
+    _, name, how = min(near)
+    return name, how or ""
+
+
+def _case_group(matched: list[Case], students: tuple[str, ...], notes: dict[str, str]) -> Group:
+    """The group of learners who fail exactly like ``matched``, with the guide's note on its misconception."""
+    note = next((f"{MISCONCEPTION_OF[c.name]}: {notes[MISCONCEPTION_OF[c.name]]}" for c in matched
+                 if MISCONCEPTION_OF.get(c.name) in notes), "")
+    return Group("case", tuple(c.name for c in matched), students,
+                 " / ".join(c.breaks for c in matched), " / ".join(c.teaching for c in matched), note)
+
+
 def attribute(learners: dict[str, tuple[str, ...]], unit: str, signatures: Signatures,
               cases: tuple[Case, ...] = CASES + PRACTICE_CASES) -> tuple[Group, ...]:
     """Group learners by the educator case their failing rows match exactly, largest group first.
@@ -339,46 +319,29 @@ def attribute(learners: dict[str, tuple[str, ...]], unit: str, signatures: Signa
     rebinds ``grade`` fails exactly like a no-op ``finish``), so a tampering case is never named
     here: the learner is said to fail like the honest case."""
     every_row = frozenset(unit_rows(unit))
-    by_signature: dict[frozenset[str], list[Case]] = defaultdict(list)
-    for case in cases:
-        if is_trick(case):
-            continue
-        if case.unit == unit and case.name in signatures.failing and signatures.failing[case.name]:
-            by_signature[signatures.failing[case.name]].append(case)
+    by_signature = _honest_cases_by_signature(unit, signatures, cases)
     notes = guide_notes()
     members: dict[tuple[str, frozenset[str]], list[str]] = defaultdict(list)
     closest = []
     for student, failing in sorted(learners.items()):
         rows = frozenset(failing)
-        if not rows:
-            members[("pass", rows)].append(student)
-        elif every_row and rows >= every_row:  # before the cases: a case that fails every row says nothing more
-            members[("all", frozenset())].append(student)
-        elif rows in by_signature:
-            members[("case", rows)].append(student)
-        else:
-            members[("none", frozenset())].append(student)
-            near = [(len(rows ^ sig), cs[0].name, _closeness(rows, sig)) for sig, cs in by_signature.items()]
-            near = [n for n in near if n[2] is not None]
-            if near:
-                _, name, how = min(near)
-                closest.append((student, name, how or ""))
+        key = _group_key(rows, every_row, by_signature)
+        members[key].append(student)
+        near = _closest_case(rows, by_signature) if key[0] == "none" else None
+        if near:
+            closest.append((student, *near))
     groups = []
     for (kind, rows), students in members.items():
-        if kind != "case":
-            alike = tuple(c.name for sig, cs in by_signature.items() if sig >= every_row for c in cs) if kind == "all" else ()
-            groups.append(Group(kind, alike, tuple(students), closest=tuple(closest) if kind == "none" else ()))
+        if kind == "case":
+            groups.append(_case_group(by_signature[rows], tuple(students), notes))
             continue
-        matched = by_signature[rows]
-        note = next((f"{MISCONCEPTION_OF[c.name]}: {notes[MISCONCEPTION_OF[c.name]]}" for c in matched
-                     if MISCONCEPTION_OF.get(c.name) in notes), "")
-        groups.append(Group("case", tuple(c.name for c in matched), tuple(students),
-                            " / ".join(c.breaks for c in matched), " / ".join(c.teaching for c in matched), note))
+        alike = tuple(c.name for sig, cs in by_signature.items() if sig >= every_row for c in cs) if kind == "all" else ()
+        groups.append(Group(kind, alike, tuple(students), closest=tuple(closest) if kind == "none" else ()))
     order = {"case": 0, "none": 1, "all": 2, "pass": 3}
     return tuple(sorted(groups, key=lambda g: (order[g.kind], -len(g.students), g.label)))
 
 
-def row_shares(grades: dict[str, _Grades], verdicts: dict[str, dict[str, Verdict]]) -> tuple[RowShare, ...]:
+def row_shares(grades: dict[str, SubmissionGrades], verdicts: dict[str, dict[str, Verdict]]) -> tuple[RowShare, ...]:
     rows = list(dict.fromkeys(r for g in grades.values() for r in g.rows))
     shares: list[tuple[str, int, int, list[str]]] = []
     for row in rows:
@@ -404,7 +367,7 @@ def row_shares(grades: dict[str, _Grades], verdicts: dict[str, dict[str, Verdict
     return tuple(out)
 
 
-def assignment_part(course: Path, assignment: str, grades: dict[str, _Grades], students: list[str],
+def assignment_part(course: Path, assignment: str, grades: dict[str, SubmissionGrades], students: list[str],
                     signatures: Signatures, history: Path, checkpoints: dict[str, str]) -> Part:
     problems = []
     verdicts = {}

@@ -62,40 +62,54 @@ def _things(count: int) -> str:
     return words.get(count, f"{count} things") if count else "Nothing"
 
 
-def headlines(report: ClassReport, anonymized: bool, scrub: _Scrub) -> list[str]:
-    """The three things to say to the class, each with a link to its evidence below."""
-    said = []
+def _hardest_row(report: ClassReport, anonymized: bool, scrub: _Scrub) -> str | None:
+    """The row the fewest passed, and what most of those who failed it saw."""
     rows = [(p, r) for p in report.parts for r in p.rows if r.graded and r.passed < r.graded]
-    if rows:
-        part, row = min(rows, key=lambda pr: pr[1].share)
-        line = (f"Only <b>{row.passed} of {row.graded}</b> passed <code>{escape(row.row)}</code> "
-                f"({escape(part.assignment)}).")
-        shown = [g for g in row.observations if not anonymized or g.learners >= QUOTED_FROM]
-        if shown:
-            line += (f" Most of them saw: <q>{escape(scrub(shown[0].observation))}</q> ({shown[0].learners}). "
-                     f"The hint: {escape(scrub(shown[0].hint))}")
-        said.append(f'{line} <a href="#rows-{part.assignment}">evidence</a>')
+    if not rows:
+        return None
+    part, row = min(rows, key=lambda pr: pr[1].share)
+    line = (f"Only <b>{row.passed} of {row.graded}</b> passed <code>{escape(row.row)}</code> "
+            f"({escape(part.assignment)}).")
+    shown = [g for g in row.observations if not anonymized or g.learners >= QUOTED_FROM]
+    if shown:
+        line += (f" Most of them saw: <q>{escape(scrub(shown[0].observation))}</q> ({shown[0].learners}). "
+                 f"The hint: {escape(scrub(shown[0].hint))}")
+    return f'{line} <a href="#rows-{part.assignment}">evidence</a>'
+
+
+def _commonest_mistake(report: ClassReport) -> str | None:
+    """The largest group that fails like an educator case; else the first that fails like none."""
     groups = [(p, g) for p in report.parts for g in p.groups if g.kind == "case"]
     if groups:
         part, group = max(groups, key=lambda pg: len(pg[1].students))
-        said.append(f"<b>{_n(len(group.students), 'learner')}</b> fail like <code>{escape(group.label)}</code>: "
-                    f"{escape(group.description)} {escape(group.teaching)} "
-                    f'<a href="#cases-{part.assignment}">evidence</a>')
-    else:
-        unmatched = [(p, g) for p in report.parts for g in p.groups if g.kind == "none"]
-        if unmatched:
-            part, group = unmatched[0]
-            said.append(f"<b>{_n(len(group.students), 'learner')}</b> fail in ways no educator case describes: "
-                        f'read their rows. <a href="#cases-{part.assignment}">evidence</a>')
+        return (f"<b>{_n(len(group.students), 'learner')}</b> fail like <code>{escape(group.label)}</code>: "
+                f"{escape(group.description)} {escape(group.teaching)} "
+                f'<a href="#cases-{part.assignment}">evidence</a>')
+    unmatched = [(p, g) for p in report.parts for g in p.groups if g.kind == "none"]
+    if not unmatched:
+        return None
+    part, group = unmatched[0]
+    return (f"<b>{_n(len(group.students), 'learner')}</b> fail in ways no educator case describes: "
+            f'read their rows. <a href="#cases-{part.assignment}">evidence</a>')
+
+
+def _most_wrong_prediction(report: ClassReport) -> str | None:
+    """The prompt the largest share predicted wrong, and its commonest wrong prediction."""
     prompts = [(p, r) for p in report.parts for r in p.predictions if r.wrong]
-    if prompts:
-        part, result = max(prompts, key=lambda pr: pr[1].wrong / max(pr[1].right + pr[1].wrong, 1))
-        top = result.wrong_groups[0]
-        said.append(f"At <i>{escape(result.prompt.block)}</i>, <b>{result.wrong} of {result.right + result.wrong}</b> "
-                    f"predicted something other than what the experiment showed ({escape(result.shown)}); "
-                    f"most often: <q>{escape(top.label)}</q> ({top.learners}). Start the session with it. "
-                    f'<a href="#predictions-{part.assignment}">evidence</a>')
-    return said
+    if not prompts:
+        return None
+    part, result = max(prompts, key=lambda pr: pr[1].wrong / max(pr[1].right + pr[1].wrong, 1))
+    top = result.wrong_groups[0]
+    return (f"At <i>{escape(result.prompt.block)}</i>, <b>{result.wrong} of {result.right + result.wrong}</b> "
+            f"predicted something other than what the experiment showed ({escape(result.shown)}); "
+            f"most often: <q>{escape(top.label)}</q> ({top.learners}). Start the session with it. "
+            f'<a href="#predictions-{part.assignment}">evidence</a>')
+
+
+def headlines(report: ClassReport, anonymized: bool, scrub: _Scrub) -> list[str]:
+    """The three things to say to the class, each with a link to its evidence below."""
+    said = (_hardest_row(report, anonymized, scrub), _commonest_mistake(report), _most_wrong_prediction(report))
+    return [line for line in said if line is not None]
 
 
 def _rows_section(part: Part, anonymized: bool, scrub: _Scrub) -> str:

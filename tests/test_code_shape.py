@@ -15,7 +15,6 @@ LONG_ALLOWED = {
     # Not split yet (issue 39, item 5: what remains).
     "lucy_runtime/educator/cases.py": "not split yet (issue 39): by unit, beside the alternatives",
     "lucy_runtime/engine/child.py": "not split yet (issue 39)",
-    "lucy_runtime/hub/hub.py": "not split yet (issue 39)",
     "lucy_runtime/proof/tampers.py": "not split yet (issue 39)",
     "lucy_runtime/grading/exchange.py": "not split yet (issue 39)",
     "lucy_runtime/cli/main.py": "not split into one module per subcommand yet (issue 39)",

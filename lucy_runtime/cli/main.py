@@ -415,7 +415,10 @@ def _checkpoint(args) -> int:
 def _hub(args) -> int:
     import secrets
 
-    from ..hub.hub import HubClient, HubError, Site, add_learners, ensure_grader, learners, make_exchange, set_up, start, stop
+    from ..errors import HubError
+    from ..hub.accounts import add_learners, ensure_grader, learners
+    from ..hub.server import HubClient, set_up, start, stop
+    from ..hub.site import Site, make_exchange
 
     site = Site.from_environment()
     try:

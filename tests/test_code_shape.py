@@ -17,7 +17,6 @@ LONG_ALLOWED = {
     "lucy_runtime/engine/child.py": "not split yet (issue 39)",
     "lucy_runtime/proof/tampers.py": "not split yet (issue 39)",
     "lucy_runtime/grading/exchange.py": "not split yet (issue 39)",
-    "lucy_runtime/cli/main.py": "not split into one module per subcommand yet (issue 39)",
 }
 
 COMPLEX_ALLOWED = {
@@ -27,7 +26,6 @@ COMPLEX_ALLOWED = {
     "lucy_runtime/report/report_html.py:headlines": "not refactored yet (issue 39)",
     "lucy_runtime/course/regrade.py:regrade": "not refactored yet (issue 39); rank F",
     "lucy_runtime/bench/bench.py:run_bench": "not refactored yet (issue 39)",
-    "lucy_runtime/cli/main.py:_autograde": "not refactored yet (issue 39)",
     "lucy_runtime/grading/sandbox.py:Sandbox.command": "not refactored yet (issue 39)",
     "lucy_runtime/engine/child.py:Supervisor.run": "not refactored yet (issue 39)",
 }

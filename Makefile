@@ -82,7 +82,7 @@ $(POSTGRES): $(STAMP)
 	  else echo "The PostgreSQL gradebook test needs Debian's postgresql: sudo apt-get install -y postgresql"; exit 1; fi; }
 	touch $(POSTGRES)
 
-# The class on JupyterHub (lucy_runtime/hub/hub.py): JupyterHub in .venv, configurable-http-proxy
+# The class on JupyterHub (lucy_runtime/hub/): JupyterHub in .venv, configurable-http-proxy
 # from npm in the venv's node folder, and Debian's Python with venv for the learners' environment
 # (every account can run it; the course's own Python may sit in a folder only root opens).
 $(HUB): $(COURSE_STAMP)

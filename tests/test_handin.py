@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lucy_runtime.cli.main import _refused_at_hand_in
+from lucy_runtime.course.submitted import refused_at_hand_in
 from lucy_runtime.grading import handin
 from lucy_runtime.grading.exchange import REFUSED, collect_handin, refusals_of
 from lucy_runtime.grading.handin import HandinLimits, Refusal, copy_regular_files, safe_write, scan
@@ -126,7 +126,7 @@ def test_lucy_autograde_grades_no_hand_in_that_holds_what_no_step_may_read(tmp_p
     (ada / "unit.ipynb").write_text("{}")
     (tmp_path / "source.ipynb").write_text("the reference")
     (bea / "unit.ipynb").symlink_to(tmp_path / "source.ipynb")
-    refused, unsafe = _refused_at_hand_in(course, "unit")
+    refused, unsafe = refused_at_hand_in(course, "unit")
     assert refused == [] and unsafe == [("bea", "unit.ipynb: a symbolic link; not collected")]
     assert not bea.exists() and (ada / "unit.ipynb").exists(), "moved aside, not deleted; ada untouched"
     assert [p.name for p in bea.parent.iterdir()][0].startswith("unit.unsafe-")
@@ -190,7 +190,7 @@ def test_lucy_autograde_names_what_collect_refused_of_each_hand_in(tmp_path):
     os.mkfifo(src / "pipe")
     (tmp_path / "course" / "submitted" / "ada").mkdir(parents=True)
     collect_handin(src, tmp_path / "course" / "submitted" / "ada" / "unit", HandinLimits(), released)
-    refused, unsafe = _refused_at_hand_in(tmp_path / "course", "unit")
+    refused, unsafe = refused_at_hand_in(tmp_path / "course", "unit")
     assert refused == [("ada", "pipe: a FIFO (named pipe); not collected")] and unsafe == []
 
 

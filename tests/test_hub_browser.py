@@ -5,7 +5,7 @@ one cell, run its check(...) in their own kernel, and submit. The grader logs in
 and autogrades from formgrader (the hub's service, as the grader account), scores a written
 answer, and generates and releases feedback. Each learner fetches feedback and opens their
 own page. Debian's chromium through Playwright; the hub, accounts and course as in
-test_hub_class.py (lucy_runtime/hub/hub.py).
+test_hub_class.py (lucy_runtime/hub/).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import re
 import nbformat
 import pytest
 
-from lucy_runtime.hub import hub
+from lucy_runtime.hub.accounts import as_grader, as_learner, set_passwords
+from lucy_runtime.hub.scratch import scratch_class
 from lucy_runtime.notebooks.notebook import learner_implementation
 
 from .conftest import REPO, need
@@ -51,18 +52,18 @@ def check_index(after: int) -> int:
 @pytest.fixture(scope="module")
 def klass():
     need_chromium()
-    with hub.scratch_class(REPO, [FILLS, LEAVES], "lhbr") as (site, client, passwords):
+    with scratch_class(REPO, [FILLS, LEAVES], "lhbr") as (site, client, passwords):
         # The grader logs in with a password too; every cell rendered (JupyterLab 4 renders lazily).
         grader_password = "grader-" + passwords[FILLS]
-        hub.set_passwords({site.grader: grader_password})
+        set_passwords({site.grader: grader_password})
         for name in (FILLS, LEAVES):
             settings = pwd.getpwnam(name).pw_dir + "/.jupyter/lab/user-settings/@jupyterlab/notebook-extension"
-            hub.as_learner(site, name, ["mkdir", "-p", settings])
-            hub.as_learner(site, name, ["sh", "-c", f"echo '{{\"windowingMode\": \"none\"}}' > "
-                                                    f"{settings}/tracker.jupyterlab-settings"])
-        done = hub.as_grader(site, ["python", "-m", "nbgrader", "generate_assignment", UNIT, "--force"])
+            as_learner(site, name, ["mkdir", "-p", settings])
+            as_learner(site, name, ["sh", "-c", f"echo '{{\"windowingMode\": \"none\"}}' > "
+                                                f"{settings}/tracker.jupyterlab-settings"])
+        done = as_grader(site, ["python", "-m", "nbgrader", "generate_assignment", UNIT, "--force"])
         assert done.returncode == 0, done.stderr[-2000:]
-        done = hub.as_grader(site, ["python", "-m", "nbgrader", "release_assignment", UNIT, "--force"])
+        done = as_grader(site, ["python", "-m", "nbgrader", "release_assignment", UNIT, "--force"])
         assert done.returncode == 0, done.stderr[-2000:]
         passwords = {**passwords, site.grader: grader_password}
         from playwright.sync_api import sync_playwright

@@ -4,7 +4,7 @@ The hub is JupyterHub with configurable-http-proxy, PAM accounts made with usera
 learners' servers started through the hub's REST API, and the Assignments tab's own
 handlers (what its Fetch, Submit and Fetch Feedback buttons post). The course is a copy
 of this one in a folder of its own under /srv, set up by the same functions `make hub`
-runs (lucy_runtime/hub/hub.py). Needs root (useradd, runuser); CI runs as root.
+runs (lucy_runtime/hub/). Needs root (useradd, runuser); CI runs as root.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lucy_runtime.hub import hub
+from lucy_runtime.hub.accounts import as_learner, give_course_to_grader, remove_accounts
+from lucy_runtime.hub.scratch import free_base_port, run_class, scratch_class
+from lucy_runtime.hub.server import check_can_start
+from lucy_runtime.hub.site import COURSE_ID, Site
 from lucy_runtime.proof.verify import filled, with_written_answers
 from lucy_runtime.errors import HubError
 from lucy_runtime.notebooks.notebook import learner_implementation
@@ -48,7 +51,7 @@ def site():
     global BEFORE_THE_CLASS, CLASS_SET_UP_AT
     BEFORE_THE_CLASS = sorted(str(entry) for entry in Path(tempfile.gettempdir()).iterdir())
     CLASS_SET_UP_AT = int(time.time()) - 1
-    with hub.scratch_class(REPO, LEARNERS, PREFIX) as running:
+    with scratch_class(REPO, LEARNERS, PREFIX) as running:
         yield running
 
 
@@ -58,14 +61,14 @@ def test_a_hub_that_cannot_start_says_why_in_one_line(tmp_path):
     with __import__("socket").socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        site = hub.Site(course=tmp_path, state=tmp_path, port=taken.getsockname()[1], proxy=REPO / ".venv" / "node" /
-                        "node_modules" / ".bin" / "configurable-http-proxy")
+        site = Site(course=tmp_path, state=tmp_path, port=taken.getsockname()[1], proxy=REPO / ".venv" / "node" /
+                    "node_modules" / ".bin" / "configurable-http-proxy")
         with pytest.raises(HubError, match=rf"^port {site.port} on 127.0.0.1 is taken: .*LUCY_HUB_PORT") as taken_error:
-            hub.check_can_start(site)
+            check_can_start(site)
     assert "\n" not in str(taken_error.value)
-    missing = hub.Site(course=tmp_path, state=tmp_path, port=hub.free_base_port(), proxy=tmp_path / "no-proxy")
+    missing = Site(course=tmp_path, state=tmp_path, port=free_base_port(), proxy=tmp_path / "no-proxy")
     with pytest.raises(HubError, match=r"^configurable-http-proxy is missing .*make hub"):
-        hub.check_can_start(missing)
+        check_can_start(missing)
 
 
 def test_a_learner_not_in_the_course_is_named_with_what_to_do(site):
@@ -81,7 +84,7 @@ def test_a_course_folder_the_grader_cannot_reach_is_refused():
         (top / "closed" / "course").mkdir(parents=True)
         (top / "closed").chmod(0o700)
         with pytest.raises(HubError, match=rf"^the grader account cannot reach .*: {top}/closed is closed to other accounts"):
-            hub.give_course_to_grader(hub.Site(course=top / "closed" / "course", grader="root"))
+            give_course_to_grader(Site(course=top / "closed" / "course", grader="root"))
     finally:
         shutil.rmtree(top)
 
@@ -111,7 +114,7 @@ def test_a_learner_added_while_the_hub_runs_is_let_in_at_once(site):
         assert late in group["users"]
     finally:
         client.stop_server(late)
-        hub.remove_accounts([late])
+        remove_accounts([late])
 
 
 # ---- a learner's environment holds no answer ------------------------------------------------------
@@ -144,7 +147,7 @@ def other_checkouts(serving: Path) -> list[str]:
     for mark in marks:
         folder = Path(mark).parent
         config = folder / "nbgrader_config.py"
-        if folder != serving and config.is_file() and f'course_id = "{hub.COURSE_ID}"' in config.read_text(errors="replace"):
+        if folder != serving and config.is_file() and f'course_id = "{COURSE_ID}"' in config.read_text(errors="replace"):
             found.add(str(folder))
     # What was in the shared temporary folder before the class was set up (other developers' scratch
     # courses on a shared machine: a class server's /tmp starts empty). What the hub, the grader's
@@ -177,7 +180,7 @@ def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
             f"-o -type f -newerct @{CLASS_SET_UP_AT} -size -1024k -readable -print0 2>/dev/null "
             f"| xargs -0 -r grep -l -F -I -f {patterns} 2>/dev/null; true")
     try:
-        done = hub.as_learner(site, BLANK[0], ["nice", "sh", "-c", walk], timeout=900)
+        done = as_learner(site, BLANK[0], ["nice", "sh", "-c", walk], timeout=900)
     finally:
         found = done.stdout.split() if "done" in locals() else []
         shutil.rmtree(planted)
@@ -189,20 +192,20 @@ def test_a_learner_account_can_read_no_line_of_any_reference_solution(graded):
 
 def test_the_learner_environment_has_no_educator_tools_and_its_own_checkpoint(site):
     site, _, _ = site
-    probe = hub.as_learner(site, LEARNERS[0], ["python", "-c",
-                                                "import importlib.util, lucy_runtime, lucy_runtime.grading.checkpoint;"
-                                                "print(importlib.util.find_spec('lucy_runtime.educator'))"])
+    probe = as_learner(site, LEARNERS[0], ["python", "-c",
+                                            "import importlib.util, lucy_runtime, lucy_runtime.grading.checkpoint;"
+                                            "print(importlib.util.find_spec('lucy_runtime.educator'))"])
     assert probe.stdout.strip() == "None", probe.stderr
-    usage = hub.as_learner(site, LEARNERS[0], ["lucy", "checkpoint", "--help"])
+    usage = as_learner(site, LEARNERS[0], ["lucy", "checkpoint", "--help"])
     assert usage.returncode == 0 and "notebook_dir" in usage.stdout, usage.stderr
-    assert hub.as_learner(site, LEARNERS[0], ["lucy", "autograde", "x"]).returncode == 2  # not a learner's command
+    assert as_learner(site, LEARNERS[0], ["lucy", "autograde", "x"]).returncode == 2  # not a learner's command
 
 
 def test_a_learner_runs_the_checkpoint_from_their_own_account(graded):
     """Before Chapter 8: the checkpoint on the learner's fetched notebook, in the learner environment
     (it runs the rows in a sandbox of its own, as that account)."""
     site, _, _ = graded
-    done = hub.as_learner(site, BLANK[0], ["lucy", "checkpoint", "ch07", ".", "--no-execute"], timeout=600)
+    done = as_learner(site, BLANK[0], ["lucy", "checkpoint", "ch07", ".", "--no-execute"], timeout=600)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "NOT READY for Chapter 8" in done.stdout and "your code is not written yet" in done.stdout
 
@@ -216,7 +219,7 @@ def graded(site):
     release = nbformat.read(str(REPO / "release" / UNIT / f"{UNIT}.ipynb"), as_version=4)
     source = nbformat.read(str(REPO / "source" / UNIT / f"{UNIT}.ipynb"), as_version=4)
     reference = with_written_answers(filled(release, source), source)
-    run = hub.run_class(site, client, {name: (reference if name in FULL else None) for name in LEARNERS}, UNIT)
+    run = run_class(site, client, {name: (reference if name in FULL else None) for name in LEARNERS}, UNIT)
     return site, client, run
 
 
@@ -247,8 +250,8 @@ def test_the_learners_own_check_runs_in_their_kernel(graded):
     of their account's own environment."""
     site, _, _ = graded
     name = FULL[0]
-    run = hub.as_learner(site, name, ["jupyter", "nbconvert", "--to", "notebook", "--execute", "--output",
-                                      "ran.ipynb", f"{UNIT}/{UNIT}.ipynb"], timeout=600)
+    run = as_learner(site, name, ["jupyter", "nbconvert", "--to", "notebook", "--execute", "--output",
+                                  "ran.ipynb", f"{UNIT}/{UNIT}.ipynb"], timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     ran = nbformat.read(str(Path(f"/home/{name}") / UNIT / "ran.ipynb"), as_version=4)
     checks = [cell for cell in ran.cells if cell.cell_type == "code" and "check(" in cell.source]

@@ -11,16 +11,18 @@ import tomllib
 from traitlets.config import Config
 
 from lucy_runtime.grading.sandbox import EDUCATOR_TOOLS
-from lucy_runtime.hub import hub
+from lucy_runtime.hub.learner_env import learner_tree
+from lucy_runtime.hub.settings import configure_hub
+from lucy_runtime.hub.site import Site, exchange_settings
 from lucy_runtime.cli.main import build_parser
 
 from .conftest import REPO
 
 
-def configured(tmp_path) -> tuple[Config, hub.Site]:
-    site = hub.Site(course=tmp_path / "course", state=tmp_path / "state", learner_env=tmp_path / "env", port=18000)
+def configured(tmp_path) -> tuple[Config, Site]:
+    site = Site(course=tmp_path / "course", state=tmp_path / "state", learner_env=tmp_path / "env", port=18000)
     c = Config()
-    hub.configure_hub(c, site)
+    configure_hub(c, site)
     return c, site
 
 
@@ -51,7 +53,7 @@ def test_learners_servers_run_the_learner_environment_and_log_in_with_pam(tmp_pa
 
 def test_the_exchange_is_set_in_one_place_for_every_account(tmp_path):
     c, site = configured(tmp_path)
-    settings = hub.exchange_settings(site)
+    settings = exchange_settings(site)
     assert f"configure(c, {str(tmp_path / 'state' / 'exchange')!r})" in settings  # the private exchange, there
     service = next(s for s in c.JupyterHub.services if s["name"] == "lucy-ch07")
     # Learners' servers and the grader's service read the same folder first.
@@ -62,7 +64,7 @@ def test_the_exchange_is_set_in_one_place_for_every_account(tmp_path):
 
 
 def test_the_learner_distribution_has_no_educator_tools_and_a_learners_lucy(tmp_path):
-    tree = hub.learner_tree(REPO, tmp_path)
+    tree = learner_tree(REPO, tmp_path)
     assert not any((tree / "lucy_runtime" / package).exists() for package in EDUCATOR_TOOLS)
     assert (tree / "lucy_runtime" / "grading" / "checkpoint.py").exists()
     project = tomllib.loads((tree / "pyproject.toml").read_text())["project"]

@@ -42,8 +42,8 @@ from ..delivery import DeliveryPolicy
 from ..course.parallel import autograde_class
 from ..proof.signatures import load
 from ..proof.verify import filled, with_written_answers
-from ..hub import hub
-from ..errors import BenchFailed, InvalidField
+from ..hub.scratch import run_class, scratch_class
+from ..errors import BenchFailed, HubError, InvalidField
 from ..grading.gradebook import course_db_url
 from ..loop import LoopResult
 from ..notebooks.notebook import learner_implementation
@@ -295,8 +295,8 @@ def bench_hub(config: BenchConfig) -> HubBench:
     source = nbformat.read(str(config.repo / "source" / unit / f"{unit}.ipynb"), as_version=4)
     reference = with_written_answers(filled(release, source), source)
     full = set(names[::2])
-    with hub.scratch_class(config.repo, names, "lbench") as (site, client, _):
-        run = hub.run_class(site, client, {name: (reference if name in full else None) for name in names}, unit)
+    with scratch_class(config.repo, names, "lbench") as (site, client, _):
+        run = run_class(site, client, {name: (reference if name in full else None) for name in names}, unit)
     grades = run.grades
     return HubBench(run.learners, run.seconds, run.idle_memory_mb, run.peak_memory_mb,
                     round(run.peak_memory_mb - run.idle_memory_mb, 1), sorted(grades) == sorted(names),
@@ -353,7 +353,7 @@ def _hub_section(config: BenchConfig, problems: list[str], progress) -> HubBench
     hub_bench: HubBench | None = None
     try:
         hub_bench = bench_hub(config)
-    except hub.HubError as problem:
+    except HubError as problem:
         problems.append(f"hub: {problem}")
     held = hub_bench and hub_bench.all_graded and hub_bench.same_notebook_same_grade and hub_bench.own_feedback_each
     if hub_bench is not None and not held:

@@ -68,7 +68,7 @@ class QueueBench:
 
 @dataclass(frozen=True)
 class HubBench:
-    """A scripted class on JupyterHub (lucy_runtime/hub/hub.py): wall seconds per step, and the
+    """A scripted class on JupyterHub (lucy_runtime/hub/scratch.py): wall seconds per step, and the
     machine's memory in use before and at its peak while every learner's server ran."""
 
     learners: int

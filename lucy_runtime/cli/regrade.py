@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from ..errors import LucyError
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
+from .arguments import positive
 
 
 def _regrade(args) -> int:
@@ -65,8 +59,8 @@ def add_to(sub) -> None:
     p.add_argument("--released", choices=("keep-higher", "lower-with-note"),
                    help="for learners whose feedback shows a higher score than the regrade gives: keep it, or lower "
                         "it with the reason in their feedback (without it, the regrade stops and changes nothing)")
-    p.add_argument("--jobs", type=_positive, default=2, help="submissions graded at once (default 2)")
-    p.add_argument("--timeout", type=_positive, default=900, help="seconds one submission may take (default 900)")
+    p.add_argument("--jobs", type=positive, default=2, help="submissions graded at once (default 2)")
+    p.add_argument("--timeout", type=positive, default=900, help="seconds one submission may take (default 900)")
     p.add_argument("--course", default=".", help="the course directory (default: this folder)")
     p.set_defaults(func=_regrade)
 

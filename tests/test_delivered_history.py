@@ -22,13 +22,13 @@ import pytest
 
 from lucy_runtime.delivery import DeliveryPolicy
 from lucy_runtime.errors import InvalidField
+from lucy_runtime.fakes.model import InvocationLog, ScriptedModel
+from lucy_runtime.fakes.service import FakeService, FakeTransport
 from lucy_runtime.loop import AgentLoop
-from lucy_runtime.model import InvocationLog, ScriptedModel
 from lucy_runtime.notebooks.notebook import learner_implementation
 from lucy_runtime.observer import snapshot
 from lucy_runtime.sessions import DeliveredHistory, Sessions
 from lucy_runtime.store import Store, statement_kind
-from lucy_runtime.transport import FakeService, FakeTransport
 from lucy_runtime.work import Queue
 
 from .conftest import REPO

@@ -6,8 +6,9 @@ import pytest
 
 from lucy_runtime.delivery import DeliveryPolicy, ManualClock
 from lucy_runtime.errors import InvalidField, ModelUnavailable
+from lucy_runtime.fakes.service import Behaviour, FakeService, FakeTransport
 from lucy_runtime.store import Store
-from lucy_runtime.transport import Behaviour, FakeService, FakeTransport, OutgoingReport, Receipt, Refused
+from lucy_runtime.transport import OutgoingReport, Receipt, Refused
 
 BUSY = Refused("r-1-1", "429", retryable=True)
 

@@ -11,11 +11,11 @@ from lucy_runtime import errors
 from lucy_runtime.clock import ClockProducer, Schedule
 from lucy_runtime.educator.cases import Edit
 from lucy_runtime.errors import EditDoesNotApply, InvalidField, LucyError
+from lucy_runtime.fakes.model import ScriptedModel
+from lucy_runtime.fakes.service import FakeService, FakeTransport
 from lucy_runtime.loop import AgentLoop
-from lucy_runtime.model import ScriptedModel
 from lucy_runtime.sessions import Sessions
 from lucy_runtime.telegram import BotApi, TelegramIntake
-from lucy_runtime.transport import FakeService, FakeTransport
 from lucy_runtime.work import Admission, Outcome, Queue
 
 PUBLIC = [value for name, value in vars(errors).items()
@@ -42,7 +42,7 @@ def test_the_errors_docstring_lists_every_error(error):
 @pytest.mark.parametrize("module", ["course.course", "carry", "grading.sandbox", "telegram", "fakes.telegram", "checker",
                                     "checker.harness", "proof.mutation", "course.parallel", "course.scheduler",
                                     "books.book", "bench.bench", "grading.gradebook", "engine.confine",
-                                    "practice.kill", "fakes.seats", "transport", "delivery"])
+                                    "practice.kill", "fakes.seats", "transport", "fakes.service", "delivery"])
 def test_errors_raised_elsewhere_are_the_ones_in_the_tree(module):
     imported = __import__(f"lucy_runtime.{module}", fromlist=["_"])
     mine = [v for v in vars(imported).values() if inspect.isclass(v) and issubclass(v, Exception)

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from lucy_runtime.errors import InvalidField, ModelUnavailable
+from lucy_runtime.fakes.model import InvocationLog, ScriptedModel
 from lucy_runtime.loop import AgentLoop, LoopResult
-from lucy_runtime.model import InvocationLog, ScriptedModel
 from lucy_runtime.procedure import StockBriefProcedure
 from lucy_runtime.sessions import Sessions
 

@@ -14,12 +14,12 @@ import pytest
 
 from lucy_runtime.delivery import DeliveryPolicy, ManualClock
 from lucy_runtime.errors import InvalidField, RetentionTooShort, StoreMisuse, TablesNotFound
+from lucy_runtime.fakes.model import InvocationLog, ScriptedModel
+from lucy_runtime.fakes.service import FakeService, FakeTransport
 from lucy_runtime.loop import AgentLoop
-from lucy_runtime.model import InvocationLog, ScriptedModel
 from lucy_runtime.notebooks.notebook import learner_implementation
 from lucy_runtime.retention import DEFAULT_WINDOW, TELEGRAM_KEEPS_UPDATES, Pruned, prune
 from lucy_runtime.store import Store
-from lucy_runtime.transport import FakeService, FakeTransport
 from lucy_runtime.work import Outcome, Queue
 
 from .conftest import REPO

@@ -7,9 +7,8 @@ import os
 import pytest
 
 from lucy_runtime.errors import InvalidField, TransportMisuse
-from lucy_runtime.transport import (
-    Behaviour, FakeService, FakeTransport, OutgoingReport, Receipt, Refused, Uncertain, read_accepted,
-)
+from lucy_runtime.fakes.service import Behaviour, FakeService, FakeTransport, read_accepted
+from lucy_runtime.transport import OutgoingReport, Receipt, Refused, Uncertain
 
 
 def report(n: int = 1, body: str = "ACME closed at 101.20", key: str | None = None) -> OutgoingReport:

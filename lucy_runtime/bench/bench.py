@@ -48,7 +48,7 @@ from ..grading.gradebook import course_db_url
 from ..loop import LoopResult
 from ..notebooks.notebook import learner_implementation
 from ..store import Store
-from ..transport import FakeService, FakeTransport
+from ..fakes.service import FakeService, FakeTransport
 from ..work import Queue
 from .results import (AutogradeBench, BenchReport, ClassBench, HubBench, LoopTiming, QueueBench, ReportBench,
                       RowsBench)

@@ -22,10 +22,10 @@ from ..notebooks.cells import FUTURE_FLAGS, compile_cell, compile_definitions, i
 from ..delivery import DeliveryPolicy, ManualClock
 from ..errors import ContractBroken, MissingFunction, ReturnedNothing
 from ..loop import AgentLoop, LoopResult
-from ..model import InvocationLog, ScriptedModel
+from ..fakes.model import InvocationLog, ScriptedModel
 from ..prices import PriceBook
 from ..store import Store
-from ..transport import Behaviour, FakeService, FakeTransport
+from ..fakes.service import Behaviour, FakeService, FakeTransport
 from ..work import Admission, AfterError, Assignment, Disposition, OperatorNumbers, Queue, Report
 from ..engine import child as _child
 from ..engine.child import PROBE

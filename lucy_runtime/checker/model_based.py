@@ -17,7 +17,7 @@ from ..errors import Disagreement
 from ..engine.faults import KillAt
 from .harness import Ctx, Harness
 from .observe import read_between_children
-from ..transport import Behaviour
+from ..fakes.service import Behaviour
 from .kit import Fail, ok
 
 CAPACITY, PER_SESSION = 2, 1

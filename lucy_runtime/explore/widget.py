@@ -12,9 +12,9 @@ from ..engine.supervisor import Plan, run_in_child
 from ..engine.faults import KillAt
 from ..delivery import DeliveryPolicy
 from ..loop import AgentLoop
-from ..model import InvocationLog, ScriptedModel
+from ..fakes.model import InvocationLog, ScriptedModel
 from ..store import Store
-from ..transport import Behaviour, FakeService, FakeTransport
+from ..fakes.service import Behaviour, FakeService, FakeTransport
 from ..work import Assignment, Queue
 from .views import tables_html
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...transport import Behaviour
+from ...fakes.service import Behaviour
 from ..harness import Ctx, Harness
 from ..observe import Snapshot
 from ..kit import crash_states, expect, finished, never_reached, ok, row, seeded, seen, sweep, topic

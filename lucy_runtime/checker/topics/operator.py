@@ -8,7 +8,7 @@ from dataclasses import replace
 from ...errors import CheckerFault, ModelUnavailable
 from ...loop import LoopResult
 from ...engine.faults import KillAt
-from ...transport import Behaviour
+from ...fakes.service import Behaviour
 from ...work import STUCK_AFTER
 from ..attempts import Attempt, attempt
 from ..harness import Ctx, Harness

@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..attempts import SWALLOWED_HINT, Attempt, attempt
-from ...transport import Behaviour
+from ...fakes.service import Behaviour, FakeTransport
 from ..harness import Ctx, Harness
 from ...loop import LoopResult
 from ..kit import (Fail, admit_and_claim, expect, expect_raised, finished, ok, row, same_id, seeded, seen, topic,
                    whole_number)
 from ...errors import SetupRefused
 from ...store import Store
-from ...transport import FakeTransport
 from ...work import REPORT_COLUMNS
 from ..setup_moves import learner_table, move_report
 

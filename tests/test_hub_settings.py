@@ -13,7 +13,7 @@ from traitlets.config import Config
 from lucy_runtime.grading.sandbox import EDUCATOR_TOOLS
 from lucy_runtime.hub.learner_env import learner_tree
 from lucy_runtime.hub.settings import configure_hub
-from lucy_runtime.hub.site import Site, exchange_settings
+from lucy_runtime.hub.site import PROXY_REQUIREMENT, Site, exchange_settings
 from lucy_runtime.cli.main import build_parser
 
 from .conftest import REPO
@@ -80,3 +80,8 @@ def test_the_readme_hub_block_uses_commands_that_exist():
     hub_parser = build_parser()._subparsers._group_actions[0].choices["hub"]  # type: ignore[union-attr]
     assert "add-learner" in next(a for a in hub_parser._actions if a.dest == "action").choices
     assert re.search(r"^hub:", (REPO / "Makefile").read_text(), re.M)
+
+
+def test_make_hub_installs_the_proxy_the_hub_names_when_it_is_missing():
+    installs = re.findall(r"npm install .* (configurable-http-proxy@\S+)", (REPO / "Makefile").read_text(encoding="utf-8"))
+    assert installs == [PROXY_REQUIREMENT]

@@ -9,11 +9,11 @@ lives in ``case_edits``; Unit A's cases in ``cases_unit_a``, Unit B's in ``cases
 from __future__ import annotations
 
 from ..errors import UnknownCase
-from .case_edits import SESSION_LOOKUP, Case, Edit, _case
+from .case_edits import SESSION_LOOKUP, Case, Edit
 from .cases_unit_a import UNIT_A_CASES
 from .cases_unit_b import UNIT_B_CASES
 
-__all__ = ["CASES", "Case", "Edit", "SESSION_LOOKUP", "_case", "by_name"]
+__all__ = ["CASES", "Case", "Edit", "SESSION_LOOKUP", "by_name"]
 
 CASES: tuple[Case, ...] = UNIT_A_CASES + UNIT_B_CASES
 

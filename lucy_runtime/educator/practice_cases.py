@@ -7,7 +7,7 @@ of the rows named in ``expected``; ``PRACTICE_ALTERNATIVES`` must get full marks
 
 from __future__ import annotations
 
-from .cases import Case, Edit, _case
+from .case_edits import Case, Edit, _case
 
 UNIT = "ch07_practice"
 

@@ -18,7 +18,7 @@ from ..errors import HubError
 from .accounts import ensure_grader, give_course_to_grader, require_learner
 from .learner_env import build_learner_env
 from .settings import api_token
-from .site import COURSE_ID, Site, make_exchange
+from .site import COURSE_ID, PROXY_REQUIREMENT, Site, make_exchange
 
 
 def port_free(port: int) -> bool:
@@ -36,8 +36,8 @@ def check_can_start(site: Site) -> None:
             raise HubError(f"port {port} on 127.0.0.1 is taken: stop what uses it, or start the hub with "
                            f"LUCY_HUB_PORT=N (it uses N to N+3)")
     if not os.access(site.proxy_command, os.X_OK):
-        raise HubError(f"configurable-http-proxy is missing ({site.proxy_command}): `make hub` installs it "
-                       "with npm, or set LUCY_HUB_PROXY")
+        raise HubError(f"configurable-http-proxy is missing ({site.proxy_command}): `make hub` installs "
+                       f"{PROXY_REQUIREMENT} with npm, or set LUCY_HUB_PROXY")
     if not (site.learner_env / "bin" / "jupyterhub-singleuser").exists():
         raise HubError(f"the learners' environment {site.learner_env} is missing: `make hub` builds it")
 

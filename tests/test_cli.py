@@ -91,6 +91,17 @@ def test_hand_in_names_an_unknown_case_or_one_of_the_other_unit(tmp_path):
     assert fetched.read_bytes() == (REPO / "release" / unit / f"{unit}.ipynb").read_bytes()
 
 
+def test_exchange_outside_a_course_says_where_it_looked_in_one_line(tmp_path):
+    outside = lucy("exchange", "close", "ch07_unit_a", "--course", str(tmp_path), cwd=tmp_path)
+    assert outside.returncode == 2 and outside.stderr.splitlines() == [
+        f"lucy exchange close: {tmp_path.resolve()} has no nbgrader_config.py: run it in the course directory "
+        "(the repository's root is one) or name it with --course DIR"]
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n", encoding="utf-8")
+    nameless = lucy("exchange", "close", "ch07_unit_a", "--course", str(tmp_path), cwd=tmp_path)
+    assert nameless.returncode == 2 and "sets no c.CourseDirectory.course_id" in nameless.stderr
+    assert "Traceback" not in outside.stderr + nameless.stderr
+
+
 def test_cases_lists_every_case_and_alternative():
     done = lucy("cases")
     assert done.returncode == 0 and "noop-finish" in done.stdout and "report-by-trigger" in done.stdout

@@ -14,7 +14,16 @@ def _exchange(args) -> int:
     from ..errors import LucyError
     from ..grading import exchange
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(args.course).resolve())).load_config()
+    course = Path(args.course).resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        print(f"lucy exchange {args.action}: {course} has no nbgrader_config.py: run it in the course directory "
+              "(the repository's root is one) or name it with --course DIR", file=sys.stderr)
+        return 2
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    if "course_id" not in config.CourseDirectory:
+        print(f"lucy exchange {args.action}: {course / 'nbgrader_config.py'} sets no "
+              "c.CourseDirectory.course_id, so there is no course to make an exchange for", file=sys.stderr)
+        return 2
     root = str(config.Exchange.root) if "root" in config.Exchange else exchange.exchange_root()
     course_id = str(config.CourseDirectory.course_id)
     try:

@@ -175,24 +175,26 @@ def test_a_fake_s_log_keeps_a_rollback_journal_so_a_reader_creates_no_file(tmp_p
 
 def test_the_observer_reads_every_column_of_the_learners_outbox_and_names_a_missing_one(tmp_path):
     """A row's state is all of its columns: a design that says "on its way" with an attempt count and not a
-    status is seen. Long text and bytes arrive as a length and a digest, equal only when the values are."""
-    from lucy_runtime.practice.observer import OTHERS, snapshot
+    status is seen, through the digest of the whole database; long text and bytes count to the last byte."""
+    from lucy_runtime.practice.observer import snapshot
 
-    db = tmp_path / "lucy.sqlite3"
-    with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE outbox (row_id TEXT, payload TEXT, status TEXT, attempts INTEGER, blob BLOB, "
-                     "note TEXT)")
-        conn.execute("CREATE TABLE ledger (case_id TEXT, intent TEXT, receipt TEXT)")
-        conn.executemany("INSERT INTO outbox VALUES (?, ?, ?, ?, ?, ?)",
-                         [("m1", "a", "pending", 0, b"\x00\x01", "x" * 300), ("m2", "b", "pending", 1, b"\x00\x02", "x" * 300),
-                          ("m3", "c", "pending", 0, b"\x00\x01", "x" * 299 + "y")])
-    taken = snapshot(str(db), str(tmp_path / "no-log.sqlite3"))
-    assert taken["problems"] == []
-    first, second, third = taken["outbox"]
-    assert first["status"] == second["status"] == "pending" and first != second
-    assert first[OTHERS]["attempts"] == 0 and second[OTHERS]["attempts"] == 1
-    assert first[OTHERS]["blob"] != second[OTHERS]["blob"] and first[OTHERS]["note"] != third[OTHERS]["note"]
-    assert first[OTHERS]["note"].startswith("<300 bytes ")
+    def taken_with(rows, name):
+        db = tmp_path / name
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE outbox (row_id TEXT, payload TEXT, status TEXT, attempts INTEGER, blob BLOB, "
+                         "note TEXT)")
+            conn.execute("CREATE TABLE ledger (case_id TEXT, intent TEXT, receipt TEXT)")
+            conn.executemany("INSERT INTO outbox VALUES (?, ?, ?, ?, ?, ?)", rows)
+        return db, snapshot(str(db), str(tmp_path / "no-log.sqlite3"))
+
+    row = ("m1", "a", "pending", 0, b"\x00\x01", "x" * 300)
+    db, first = taken_with([row], "first.sqlite3")
+    assert first["problems"] == [] and first["outbox"] == [{"row_id": "m1", "payload": "a", "status": "pending"}]
+    assert taken_with([row], "same.sqlite3")[1]["database"] == first["database"]
+    changes = ((*row[:3], 1, *row[4:]), (*row[:4], b"\x00\x02", row[5]), (*row[:5], "x" * 299 + "y"))
+    for n, changed in enumerate(changes):
+        other = taken_with([changed], f"other-{n}.sqlite3")[1]
+        assert other["outbox"] == first["outbox"] and other["database"] != first["database"], changed
     with sqlite3.connect(db) as conn:
         conn.execute("ALTER TABLE outbox RENAME COLUMN status TO state")
     assert snapshot(str(db), str(tmp_path / "no-log.sqlite3"))["problems"] == ["the outbox table has no status column"]

@@ -19,61 +19,47 @@ from contextlib import closing
 from ..fakes.service_log import read_rows
 
 _LEARNER_TABLES = {"outbox": ("row_id", "payload", "status"), "ledger": ("case_id", "intent", "receipt")}
-"""The columns the practice notebook names; a learner's table may have more (an attempt count, a time), and
-those are read too: a row's state is all of its columns, not only the ones the checker names."""
-
-OTHERS = "others"
-"""The key under which a row carries the columns the notebook does not name, each as ``_compact`` makes it."""
+"""The columns the practice notebook names. A learner's table may have more (an attempt count, a time):
+``_database_digest`` sees those, and every other table of the learner's own."""
 
 
-def _compact(value: object) -> object:
-    """A column value that JSON can carry and a comparison can trust: numbers and short text as they are,
-    bytes and long text as their length and a digest (two values compare equal only when they are)."""
-    if value is None or isinstance(value, (int, float)):
-        return value
-    raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
-    if isinstance(value, str) and len(raw) <= 200:
-        return value
-    return f"<{len(raw)} bytes {hashlib.sha256(raw).hexdigest()[:16]}>"
-
-
-def _learner_rows(db: str, problems: list[str]) -> dict[str, list[dict]]:
+def _learner_rows(conn: sqlite3.Connection, problems: list[str]) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {name: [] for name in _LEARNER_TABLES}
-    if not os.path.exists(db):
-        problems.append("the database file does not exist: nothing was ever committed to it")
-        return found
-    with closing(sqlite3.connect(db, timeout=10)) as conn:  # not mode=ro: see service_log.read_rows
-        for table, named in _LEARNER_TABLES.items():
-            try:
-                cursor = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
-            except sqlite3.OperationalError as error:
-                problems.append(f"the {table} table cannot be read ({error})")
-                continue
-            columns = [d[0] for d in cursor.description]
-            missing = [name for name in named if name not in columns]
-            if missing:
-                problems.append(f"the {table} table has no {', '.join(missing)} column")
-                continue
-            for values in cursor.fetchall():
-                row = dict(zip(columns, values))
-                found[table].append({**{name: row[name] for name in named},
-                                     OTHERS: {k: _compact(v) for k, v in row.items() if k not in named}})
+    for table, named in _LEARNER_TABLES.items():
+        try:
+            cursor = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        except sqlite3.OperationalError as error:
+            problems.append(f"the {table} table cannot be read ({error})")
+            continue
+        columns = [d[0] for d in cursor.description]
+        missing = [name for name in named if name not in columns]
+        if missing:
+            problems.append(f"the {table} table has no {', '.join(missing)} column")
+            continue
+        found[table] = [{name: row[columns.index(name)] for name in named} for row in cursor.fetchall()]
     return found
 
 
-def _database_digest(db: str) -> str | None:
+def _database_digest(conn: sqlite3.Connection) -> str:
     """One digest of every table of the learner's database, rows in a stable order: equal for two files only
-    when they hold the same tables with the same rows. ``None`` when there is no file."""
-    if not os.path.exists(db):
-        return None
+    when they hold the same tables with the same rows."""
     digest = hashlib.sha256()
-    with closing(sqlite3.connect(db, timeout=10)) as conn:
-        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-        for name in names:
-            rows = sorted(repr(tuple(row)) for row in conn.execute(f'SELECT * FROM "{name}"'))
-            digest.update(repr((name, rows)).encode("utf-8", "surrogatepass"))
+    names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    for name in names:
+        rows = sorted(repr(tuple(row)) for row in conn.execute(f'SELECT * FROM "{name}"'))
+        digest.update(repr((name, rows)).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _learner_database(db: str, problems: list[str]) -> tuple[dict[str, list[dict]], str | None]:
+    """The learner's named tables and the digest of the whole file, read through one connection; no digest
+    when there is no file."""
+    if not os.path.exists(db):
+        problems.append("the database file does not exist: nothing was ever committed to it")
+        return {name: [] for name in _LEARNER_TABLES}, None
+    with closing(sqlite3.connect(db, timeout=10)) as conn:  # not mode=ro: see service_log.read_rows
+        return _learner_rows(conn, problems), _database_digest(conn)
 
 
 def _has(log: str, table: str) -> bool:
@@ -83,11 +69,11 @@ def _has(log: str, table: str) -> bool:
 def snapshot(db: str, log: str) -> dict:
     """The learner's two tables, and whichever fake's record ``log`` holds (the others read as empty)."""
     problems: list[str] = []
-    tables = _learner_rows(db, problems)
+    tables, database = _learner_database(db, problems)
     broker, cases = _has(log, "message"), _has(log, "action")
     return {
         "outbox": tables["outbox"], "ledger": tables["ledger"], "problems": problems,
-        "database": _database_digest(db),
+        "database": database,
         "messages": [dict(zip(("offset", "key", "body"), r))
                      for r in read_rows(log, "SELECT offset, key, body FROM message ORDER BY offset")],
         "publishes": [dict(zip(("key", "body"), r)) for r in read_rows(

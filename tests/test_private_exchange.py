@@ -28,6 +28,7 @@ import pytest
 from lucy_runtime.course.course import NBGRADER, _env
 from lucy_runtime.grading import exchange
 from lucy_runtime.grading.exchange import REFUSED
+from lucy_runtime.hub.accounts import closed_ancestor
 
 from .conftest import REPO, need
 
@@ -123,6 +124,10 @@ class Class:
 
 @pytest.fixture(scope="module")
 def cls():
+    closed = closed_ancestor(REPO / ".venv")
+    if closed is not None:  # the learners run nbgrader from this checkout's .venv, as they would on a class's server
+        pytest.fail(f"learner accounts cannot reach this checkout's .venv: {closed} is closed to other accounts "
+                    "(clone the project where they can pass through, e.g. chmod o+x on it)", pytrace=False)
     made = [u for u in (ADA, BEA, CAL, GRADER) if not _account_exists(u)]
     work = Path(tempfile.mkdtemp(prefix="lucy-exchange-test-", dir="/tmp"))
     work.chmod(0o755)  # learners reach the exchange inside it, never the course
